@@ -1,0 +1,1 @@
+"""Andes: QoE-aware LLM text-streaming serving (token-level preemptive scheduling + token pacer)."""

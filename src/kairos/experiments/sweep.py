@@ -1,0 +1,172 @@
+"""Parameter sweeps that run in parallel, cache every finished point, and resume.
+
+A point is a base config with some fields updated. Its cache key hashes the function's
+qualified name and the point's full config JSON, so a changed parameter never reuses a stale
+result while an interrupted sweep picks up exactly where it stopped. Point functions must be
+module-level (picklable) and deterministic given their config (seeds live in the config), which
+is what makes a parallel sweep equal a serial one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+from rich.progress import Progress
+
+C = TypeVar("C", bound=BaseModel)
+PointFn = Callable[[C], dict[str, Any]]
+
+
+Done = Callable[[int, "dict[str, Any] | BaseException"], None]
+
+
+class SweepError(RuntimeError):
+    """Some points of a sweep failed; the others finished and are cached."""
+
+
+def grid(**axes: Iterable[Any]) -> list[dict[str, Any]]:
+    """The Cartesian product of the axes, in row-major order: `grid(a=[1,2], b=[3])`."""
+    names = list(axes)
+    return [dict(zip(names, values, strict=True)) for values in itertools.product(*axes.values())]
+
+
+def point_key(fn: Callable[..., Any], config: BaseModel) -> str:
+    ident = f"{fn.__module__}.{fn.__qualname__}\n{config.model_dump_json()}"
+    return hashlib.sha256(ident.encode()).hexdigest()[:24]
+
+
+class Sweep(Generic[C]):
+    """Runs `fn` over `base` updated by each point; results come back in point order."""
+
+    def __init__(
+        self,
+        fn: PointFn[C],
+        base: C,
+        points: Sequence[Mapping[str, Any]],
+        *,
+        cache_dir: str | Path | None = None,
+        jobs: int = 1,
+        ray_address: str | None = None,
+        progress: bool = True,
+        description: str = "sweep",
+    ) -> None:
+        self.fn = fn
+        # validated up front: a bad point fails before any work starts
+        self.configs: list[C] = [
+            type(base).model_validate({**base.model_dump(), **dict(p)}) for p in points
+        ]
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.jobs = max(1, jobs)
+        self.ray_address = ray_address
+        self.progress = progress
+        self.description = description
+        self.computed = 0  # points actually run (not served from the cache) by the last run()
+
+    def _cache_path(self, cfg: C) -> Path | None:
+        return self.cache_dir / f"{point_key(self.fn, cfg)}.json" if self.cache_dir else None
+
+    def _load(self, cfg: C) -> dict[str, Any] | None:
+        path = self._cache_path(cfg)
+        if path is None or not path.is_file():
+            return None
+        try:
+            data: dict[str, Any] = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            return None  # a torn or foreign file: recompute rather than trust it
+        return data.get("result")
+
+    def _store(self, cfg: C, result: dict[str, Any]) -> None:
+        path = self._cache_path(cfg)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"config": cfg.model_dump(mode="json"), "result": result}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(payload, fh)
+        os.replace(tmp, path)  # atomic: a crash never leaves half a result behind
+
+    def run(self) -> list[dict[str, Any]]:
+        """Results in point order. A failing point does not stop the others: every point that
+        can finish is computed and cached, then `SweepError` names the ones that failed."""
+        results: list[dict[str, Any] | None] = [self._load(c) for c in self.configs]
+        todo = [i for i, r in enumerate(results) if r is None]
+        self.computed = 0
+        self.failures: dict[int, BaseException] = {}
+        with Progress(disable=not self.progress, transient=True) as bar:
+            task = bar.add_task(self.description, total=len(self.configs))
+            bar.advance(task, len(self.configs) - len(todo))
+
+            def done(i: int, result: dict[str, Any] | BaseException) -> None:
+                if isinstance(result, BaseException):
+                    self.failures[i] = result
+                    bar.advance(task)
+                    return
+                # round-trip through JSON so cached and fresh results are the same objects
+                clean: dict[str, Any] = json.loads(json.dumps(result))
+                self._store(self.configs[i], clean)
+                results[i] = clean
+                self.computed += 1
+                bar.advance(task)
+
+            if self.ray_address:
+                self._run_ray(todo, done)
+            elif self.jobs == 1 or len(todo) <= 1:
+                for i in todo:
+                    try:
+                        out: dict[str, Any] | BaseException = self.fn(self.configs[i])
+                    except Exception as exc:
+                        out = exc
+                    done(i, out)
+            else:
+                self._run_pool(todo, done)
+        if self.failures:
+            first = min(self.failures)
+            raise SweepError(
+                f"{len(self.failures)} of {len(self.configs)} points failed "
+                f"(first: point {first}: {self.failures[first]!r}); finished points are cached"
+            ) from self.failures[first]
+        return [r for r in results if r is not None]
+
+    def _run_pool(self, todo: list[int], done: Done) -> None:
+        with ProcessPoolExecutor(max_workers=min(self.jobs, len(todo))) as pool:
+            pending: dict[Future[dict[str, Any]], int] = {
+                pool.submit(self.fn, self.configs[i]): i for i in todo
+            }
+            try:
+                while pending:
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        i = pending.pop(fut)
+                        exc = fut.exception()
+                        done(i, exc if exc is not None else fut.result())
+            finally:  # on Ctrl-C: drop what has not started; what finished is already cached
+                for fut in pending:
+                    fut.cancel()
+
+    def _run_ray(self, todo: list[int], done: Done) -> None:
+        try:
+            import ray
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise RuntimeError("--ray needs Ray: pip install 'kairos[tune]'") from exc
+        if not ray.is_initialized():
+            ray.init(address=self.ray_address, ignore_reinit_error=True, log_to_driver=False)
+        remote = ray.remote(self.fn)
+        refs = {remote.remote(self.configs[i]): i for i in todo}
+        while refs:
+            ready, _ = ray.wait(list(refs), num_returns=1)
+            for ref in ready:
+                i = refs.pop(ref)
+                try:
+                    done(i, ray.get(ref))
+                except Exception as exc:
+                    done(i, exc)

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import kairos
+from kairos.cli import SYSTEMS, app
+
+runner = CliRunner(env={"COLUMNS": "200"})
+
+
+def test_help_lists_every_system_group() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for system in SYSTEMS:
+        assert system in result.output
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and kairos.__version__ in result.output
+
+
+def test_trace_describe_prints_tables_and_saves_a_plot(data_dir: Path, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["trace", "describe", str(data_dir / "azure_llm_conv_1h.csv"), "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "19366" in result.output and "arrival rate per minute" in " ".join(result.output.split())
+    assert (tmp_path / "azure_llm_conv_1h_rate.png").is_file()
+    assert (tmp_path / "azure_llm_conv_1h.json").is_file()
+
+
+def test_trace_describe_reports_a_broken_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n1,2,x\n")
+    result = runner.invoke(app, ["trace", "describe", str(bad), "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "line 2" in result.output

@@ -1,0 +1,32 @@
+"""Module-level point functions for the sweep tests (process pools need picklable functions)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+
+class PointConfig(BaseModel):
+    seed: int = 0
+    x: float = 1.0
+    n: int = 1000
+    log_dir: str = ""
+
+
+def noisy_mean(cfg: PointConfig) -> dict[str, Any]:
+    """A seeded computation; logs each call so tests can count recomputation.
+
+    A file `STOP-<x>` in the log folder makes the point fail, standing in for an interruption
+    that does not change the point's config (and so its cache key).
+    """
+    if cfg.log_dir:
+        Path(cfg.log_dir, f"{cfg.x}-{cfg.seed}-{os.getpid()}").touch()
+    if cfg.log_dir and Path(cfg.log_dir, f"STOP-{cfg.x}").exists():
+        raise RuntimeError(f"interrupted at x={cfg.x}")
+    rng = np.random.default_rng(cfg.seed)
+    sample = rng.normal(cfg.x, 1.0, size=cfg.n)
+    return {"x": cfg.x, "mean": float(sample.mean()), "q": sample[:3].tolist()}

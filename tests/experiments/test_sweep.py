@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kairos.experiments import Sweep, SweepError, grid, point_key
+from tests.experiments.points import PointConfig, noisy_mean
+
+
+def _calls(log: Path) -> list[str]:
+    return sorted(p.name.rsplit("-", 1)[0] for p in log.iterdir() if not p.name.startswith("STOP"))
+
+
+def test_grid_is_the_row_major_product() -> None:
+    assert grid(a=[1, 2], b=["x", "y"]) == [
+        {"a": 1, "b": "x"},
+        {"a": 1, "b": "y"},
+        {"a": 2, "b": "x"},
+        {"a": 2, "b": "y"},
+    ]
+
+
+def test_parallel_sweep_equals_serial_sweep(tmp_path: Path) -> None:
+    points = grid(x=[0.0, 1.0, 2.0, 3.0], seed=[1, 2])
+    serial = Sweep(noisy_mean, PointConfig(), points, jobs=1, progress=False).run()
+    parallel = Sweep(noisy_mean, PointConfig(), points, jobs=2, progress=False).run()
+    assert parallel == serial
+    assert [r["x"] for r in serial] == [p["x"] for p in points]
+
+
+def _clear(log: Path) -> None:
+    for p in log.iterdir():
+        p.unlink()
+
+
+def test_interrupted_sweep_resumes_without_recomputing(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    log.mkdir()
+    cache = tmp_path / "cache"
+    points = grid(x=[0.0, 1.0, 2.0, 3.0])
+    base = PointConfig(log_dir=str(log))
+    (log / "STOP-2.0").touch()
+    with pytest.raises(SweepError, match="1 of 4 points failed") as err:
+        Sweep(noisy_mean, base, points, cache_dir=cache, progress=False).run()
+    assert "interrupted" in repr(err.value.__cause__)
+    assert _calls(log) == ["0.0-0", "1.0-0", "2.0-0", "3.0-0"]
+    _clear(log)  # removes the STOP file too: the cause of the interruption is gone
+    resumed = Sweep(noisy_mean, base, points, cache_dir=cache, progress=False)
+    out = resumed.run()
+    assert resumed.computed == 1 and _calls(log) == ["2.0-0"]
+    assert out == Sweep(noisy_mean, base, points, progress=False).run()
+    _clear(log)
+    again = Sweep(noisy_mean, base, points, cache_dir=cache, progress=False)
+    assert again.run() == out and again.computed == 0 and _calls(log) == []
+
+
+def test_parallel_interruption_keeps_finished_points(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    log.mkdir()
+    cache = tmp_path / "cache"
+    points = grid(x=[0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    base = PointConfig(log_dir=str(log))
+    (log / "STOP-4.0").touch()
+    with pytest.raises(SweepError):
+        Sweep(noisy_mean, base, points, cache_dir=cache, jobs=2, progress=False).run()
+    _clear(log)
+    full = Sweep(noisy_mean, base, points, cache_dir=cache, jobs=2, progress=False)
+    out = full.run()
+    assert full.computed == 1 and _calls(log) == ["4.0-0"]
+    assert out == Sweep(noisy_mean, base, points, jobs=1, progress=False).run()
+
+
+def test_cache_key_tracks_every_config_field() -> None:
+    a = point_key(noisy_mean, PointConfig(x=1.0))
+    assert a == point_key(noisy_mean, PointConfig(x=1.0))
+    assert a != point_key(noisy_mean, PointConfig(x=1.0, n=999))
+
+
+def test_a_torn_cache_file_is_recomputed(tmp_path: Path) -> None:
+    cfg = PointConfig(x=5.0)
+    (tmp_path / f"{point_key(noisy_mean, cfg)}.json").write_text("{not json")
+    sweep = Sweep(noisy_mean, PointConfig(), [{"x": 5.0}], cache_dir=tmp_path, progress=False)
+    assert sweep.run()[0]["x"] == 5.0 and sweep.computed == 1
+
+
+def test_bad_point_is_rejected_before_anything_runs() -> None:
+    with pytest.raises(ValueError, match="x"):
+        Sweep(noisy_mean, PointConfig(), [{"x": "not a number"}], progress=False)
