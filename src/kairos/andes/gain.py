@@ -1,0 +1,117 @@
+"""QoE gain estimates over the horizon `now + Δt`, vectorised over requests and batch sizes.
+
+For request i, `Q_wait` is its QoE at the horizon if it gets no token until then, and
+`Q_serve(B)` its QoE if it is served in a batch of B: after a start delay `p_i` (prefill,
+or restore after preemption) tokens arrive every `τ(B)` seconds. Both come from the O(1) state
+`(k, D_k, sum D)` in closed form (spec section 10): the lateness of future token k+q is linear
+in q, `L_q = L_1 + (q-1)(τ - 1/s)`, so the running maximum of lags is a flat part followed by
+an arithmetic series; due tokens still undelivered at the horizon all share one lag.
+
+Only tokens due by the horizon count. A request whose delivered tokens already cover the
+horizon (its user has buffered text) has gain exactly 0, whatever B is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kairos.andes.qoe import closed_form_qoe
+
+
+@dataclass(frozen=True)
+class StreamState:
+    """Struct-of-arrays QoE state of N requests (shape (N,) each)."""
+
+    arrival: np.ndarray
+    ttft: np.ndarray
+    speed: np.ndarray
+    delivered: np.ndarray  # k
+    lag: np.ndarray  # D_k
+    lag_sum: np.ndarray  # sum_{j<=k} D_j
+    remaining_cap: np.ndarray  # tokens still allowed by max_tokens (inf if unbounded)
+
+    def __len__(self) -> int:
+        return len(self.arrival)
+
+    def due(self, t: float) -> np.ndarray:
+        start = self.arrival + self.ttft
+        m = np.floor((t - start) * self.speed + 1e-9) + 1.0
+        return np.where(t < start, 0.0, m)
+
+
+def qoe_at_horizon(
+    state: StreamState, horizon: float, first_new: np.ndarray, tau: np.ndarray
+) -> np.ndarray:
+    """QoE at `horizon` if new tokens arrive at `first_new + q*tau` (q = 0, 1, ...).
+
+    `first_new` and `tau` broadcast against shape (N, nB) (pass `first_new = +inf` for "no
+    new token"). Requests with due <= delivered get their current-prefix QoE replaced by NaN:
+    callers treat them as zero-gain (see module docstring).
+    """
+    a = state.arrival[:, None]
+    s = state.speed[:, None]
+    k = state.delivered[:, None].astype(np.float64)
+    d = state.lag[:, None]
+    total = state.lag_sum[:, None]
+    ideal0 = a + state.ttft[:, None]  # I_1
+    m_h = state.due(horizon)[:, None]
+    open_ = m_h > k  # tokens due beyond what was delivered: the estimate matters
+
+    first_new = np.broadcast_to(first_new, np.broadcast_shapes(np.shape(first_new), np.shape(tau)))
+    tau = np.asarray(tau, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        r = np.where(first_new <= horizon, np.floor((horizon - first_new) / tau + 1e-9) + 1.0, 0.0)
+        r = np.minimum(r, state.remaining_cap[:, None])
+        r = np.clip(np.minimum(r, m_h - k), 0.0, None)
+
+        l1 = first_new - (ideal0 + k / s)  # lateness of token k+1
+        g = tau - 1.0 / s
+        # number of new tokens whose lateness stays at or below the current lag
+        q_star = np.where(
+            g > 0,
+            np.clip(np.floor((d - l1) / np.where(g > 0, g, 1.0)) + 1.0, 0.0, r),
+            np.where(l1 <= d, r, 0.0),
+        )
+        rising = g >= 0
+        added_rising = (
+            q_star * d + (r - q_star) * l1 + g * (r * (r - 1.0) - q_star * (q_star - 1.0)) / 2.0
+        )
+        lag_r_rising = np.maximum(d, l1 + (r - 1.0) * g)
+        lag_r_falling = np.maximum(d, l1)
+        lag_r = np.where(r > 0, np.where(rising, lag_r_rising, lag_r_falling), d)
+        added = np.where(r > 0, np.where(rising, added_rising, r * lag_r_falling), 0.0)
+
+        # due tokens not delivered by the horizon: consumed no earlier than the horizon
+        undelivered = m_h - k - r
+        tail_lag = np.maximum(lag_r, horizon - (ideal0 + (k + r) / s))
+        added = added + np.where(undelivered > 0, undelivered * tail_lag, 0.0)
+        lag_m = np.where(undelivered > 0, tail_lag, lag_r)
+        q = closed_form_qoe(m_h, lag_m, total + added, s)
+    q = np.where((k + r) == 0, 0.0, q)  # nothing delivered while tokens are due: QoE 0
+    return np.where(open_, q, np.nan)
+
+
+def serve_wait_gain(
+    state: StreamState,
+    now: float,
+    horizon_s: float,
+    start_delay: np.ndarray,
+    needs_decode: np.ndarray,
+    tau: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(gain (N, nB), Q_serve (N, nB), Q_wait (N,)) over the horizon `now + horizon_s`.
+
+    `start_delay` (N,) is the prefill or restore time before a request's next token;
+    `needs_decode` (N,) is True when that token also needs a decode iteration (running or
+    swapped-in requests) and False when a prefill produces it (new or recomputed requests).
+    NaN entries of Q (buffered requests) get gain 0.
+    """
+    horizon = now + horizon_s
+    tau = np.atleast_1d(np.asarray(tau, dtype=np.float64))[None, :]
+    first = now + start_delay[:, None] + np.where(needs_decode[:, None], tau, 0.0)
+    q_serve = qoe_at_horizon(state, horizon, first, tau)
+    q_wait = qoe_at_horizon(state, horizon, np.full((len(state), 1), np.inf), np.ones((1, 1)))[:, 0]
+    gain = np.nan_to_num(q_serve - q_wait[:, None], nan=0.0)
+    return np.maximum(gain, 0.0), q_serve, q_wait

@@ -1,0 +1,277 @@
+"""Latency models: how long an engine iteration takes, so the scheduler can reason about time.
+
+The scheduler needs four numbers: a decode iteration's time at batch size B with C context
+tokens (`τ(B)`), a prefill's time for T tokens, and the cost of preempting by recompute (a
+prefill of prompt + generated tokens on resume) or by swap (copying the KV cache over PCIe,
+each way). Two implementations share that interface:
+
+- `RooflineProfile`: the paper's four deployments (Table 1), built from hardware and model
+  constants. A decode step reads all weights and the batch's KV cache (memory-bound) and does
+  2 x active-params FLOPs per sequence (compute-bound); it takes the larger of the two, plus a
+  fixed per-iteration cost (kernel launches, tensor-parallel all-reduce, Python scheduling)
+  and a small per-sequence cost (sampling, detokenising). Efficiencies are calibration
+  constants, chosen so the FCFS baseline shows the paper's operating points: about 11 tokens/s
+  per stream under load and prefill of a few thousand tokens/s (spec section 7).
+- `LinearProfile`: a model fitted to measured samples (`fit_profile`), e.g. by
+  `kairos andes profile` on our own engine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Literal, Protocol
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from scipy.optimize import nnls
+
+GB = 1e9
+GIB = 1024**3
+
+
+class LatencyModel(Protocol):
+    name: str
+    block_size: int
+
+    @property
+    def kv_capacity_tokens(self) -> int: ...
+
+    @property
+    def swap_capacity_tokens(self) -> int: ...
+
+    def decode_time(
+        self, batch: np.ndarray | float, context_tokens: np.ndarray | float
+    ) -> np.ndarray: ...
+
+    def prefill_time(self, tokens: np.ndarray | float) -> np.ndarray: ...
+
+    def swap_time(self, tokens: np.ndarray | float) -> np.ndarray:
+        """One-way copy of a request's KV cache between GPU and host memory."""
+        ...
+
+
+class RooflineProfile(BaseModel):
+    """A deployment (model x GPUs) described by its hardware and model constants."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["roofline"] = "roofline"
+    name: str
+    n_gpus: PositiveInt
+    gpu_memory_gb: PositiveFloat = 40.0  # A100 SXM4 40GB
+    hbm_tb_s: PositiveFloat = 1.555  # A100 40GB HBM2 bandwidth per GPU
+    peak_tflops: PositiveFloat = 312.0  # A100 dense BF16
+    pcie_gb_s: PositiveFloat = 25.0  # effective host<->GPU copy rate per GPU (PCIe 4.0 x16)
+    weight_gb: PositiveFloat  # Table 1 "Memory"
+    active_params_b: PositiveFloat  # parameters touched per token (MoE: the active experts)
+    n_layers: PositiveInt
+    d_model: PositiveInt
+    kv_bytes_per_token: PositiveFloat  # 2 (K,V) x layers x kv_heads x head_dim x 2 bytes
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)  # vLLM's default
+    activation_reserve_gb_per_gpu: float = Field(2.0, ge=0)
+    swap_space_gib_per_gpu: float = Field(4.0, ge=0)  # vLLM's default --swap-space
+    memory_efficiency: float = Field(0.6, gt=0, le=1)  # achieved / peak HBM bandwidth
+    decode_flop_efficiency: float = Field(0.5, gt=0, le=1)
+    prefill_flop_efficiency: float = Field(0.3, gt=0, le=1)
+    iteration_overhead_s: float = Field(0.008, ge=0)
+    per_sequence_overhead_s: float = Field(5e-5, ge=0)
+    block_size: PositiveInt = 16
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        usable = self.n_gpus * (
+            self.gpu_memory_gb * self.gpu_memory_utilization - self.activation_reserve_gb_per_gpu
+        )
+        free_gb = usable - self.weight_gb
+        if free_gb <= 0:
+            raise ValueError(f"{self.name}: the weights do not fit in GPU memory")
+        tokens = int(free_gb * GB / self.kv_bytes_per_token)
+        return tokens - tokens % self.block_size
+
+    @property
+    def swap_capacity_tokens(self) -> int:
+        tokens = int(self.n_gpus * self.swap_space_gib_per_gpu * GIB / self.kv_bytes_per_token)
+        return tokens - tokens % self.block_size
+
+    def _flops(self) -> float:
+        return self.n_gpus * self.peak_tflops * 1e12
+
+    def decode_time(
+        self, batch: np.ndarray | float, context_tokens: np.ndarray | float
+    ) -> np.ndarray:
+        b = np.asarray(batch, dtype=np.float64)
+        ctx = np.asarray(context_tokens, dtype=np.float64)
+        bytes_read = self.weight_gb * GB + self.kv_bytes_per_token * ctx
+        t_mem = bytes_read / (self.n_gpus * self.hbm_tb_s * 1e12 * self.memory_efficiency)
+        flops = 2.0 * self.active_params_b * 1e9 * b + 4.0 * self.n_layers * self.d_model * ctx
+        t_compute = flops / (self._flops() * self.decode_flop_efficiency)
+        t = (
+            self.iteration_overhead_s
+            + self.per_sequence_overhead_s * b
+            + np.maximum(t_mem, t_compute)
+        )
+        return np.where(b > 0, t, 0.0)
+
+    def prefill_time(self, tokens: np.ndarray | float) -> np.ndarray:
+        n = np.asarray(tokens, dtype=np.float64)
+        flops = 2.0 * self.active_params_b * 1e9 * n + 2.0 * self.n_layers * self.d_model * n * n
+        t_compute = flops / (self._flops() * self.prefill_flop_efficiency)
+        t_mem = self.weight_gb * GB / (self.n_gpus * self.hbm_tb_s * 1e12 * self.memory_efficiency)
+        return np.where(n > 0, self.iteration_overhead_s + np.maximum(t_compute, t_mem), 0.0)
+
+    def swap_time(self, tokens: np.ndarray | float) -> np.ndarray:
+        n = np.asarray(tokens, dtype=np.float64)
+        return n * self.kv_bytes_per_token / (self.n_gpus * self.pcie_gb_s * GB)
+
+
+class LinearProfile(BaseModel):
+    """A latency model fitted to measurements (non-negative least squares).
+
+    decode(B, C) = d0 + d1*B + d2*C;  prefill(T) = p0 + p1*T + p2*T^2;  swap(T) = s1*T.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["linear"] = "linear"
+    name: str
+    decode_coef: tuple[float, float, float]
+    prefill_coef: tuple[float, float, float]
+    swap_s_per_token: float = Field(ge=0)
+    kv_capacity: PositiveInt
+    swap_capacity: int = Field(ge=0)
+    block_size: PositiveInt = 16
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        return self.kv_capacity
+
+    @property
+    def swap_capacity_tokens(self) -> int:
+        return self.swap_capacity
+
+    def decode_time(
+        self, batch: np.ndarray | float, context_tokens: np.ndarray | float
+    ) -> np.ndarray:
+        b = np.asarray(batch, dtype=np.float64)
+        d0, d1, d2 = self.decode_coef
+        t = d0 + d1 * b + d2 * np.asarray(context_tokens, dtype=np.float64)
+        return np.where(b > 0, t, 0.0)
+
+    def prefill_time(self, tokens: np.ndarray | float) -> np.ndarray:
+        n = np.asarray(tokens, dtype=np.float64)
+        p0, p1, p2 = self.prefill_coef
+        return np.where(n > 0, p0 + p1 * n + p2 * n * n, 0.0)
+
+    def swap_time(self, tokens: np.ndarray | float) -> np.ndarray:
+        return self.swap_s_per_token * np.asarray(tokens, dtype=np.float64)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.model_dump_json(indent=2))
+
+
+def fit_profile(
+    name: str,
+    decode_samples: np.ndarray,
+    prefill_samples: np.ndarray,
+    *,
+    kv_capacity: int,
+    swap_capacity: int = 0,
+    swap_s_per_token: float = 0.0,
+    block_size: int = 16,
+) -> LinearProfile:
+    """Fit from decode rows `(batch, context_tokens, s)` and prefill rows `(tokens, s)`."""
+    dec = np.asarray(decode_samples, dtype=np.float64)
+    pre = np.asarray(prefill_samples, dtype=np.float64)
+    if dec.ndim != 2 or dec.shape[1] != 3 or len(dec) < 3:
+        raise ValueError(
+            "decode_samples must be rows of (batch, context_tokens, seconds), >= 3 rows"
+        )
+    if pre.ndim != 2 or pre.shape[1] != 2 or len(pre) < 3:
+        raise ValueError("prefill_samples must be rows of (tokens, seconds), >= 3 rows")
+    a_dec = np.column_stack([np.ones(len(dec)), dec[:, 0], dec[:, 1]])
+    d_coef, _ = nnls(a_dec, dec[:, 2])
+    a_pre = np.column_stack([np.ones(len(pre)), pre[:, 0], pre[:, 0] ** 2])
+    p_coef, _ = nnls(a_pre, pre[:, 1])
+    return LinearProfile(
+        name=name,
+        decode_coef=(float(d_coef[0]), float(d_coef[1]), float(d_coef[2])),
+        prefill_coef=(float(p_coef[0]), float(p_coef[1]), float(p_coef[2])),
+        swap_s_per_token=swap_s_per_token,
+        kv_capacity=kv_capacity,
+        swap_capacity=swap_capacity,
+        block_size=block_size,
+    )
+
+
+def _kv(layers: int, kv_heads: int, head_dim: int) -> float:
+    return 2.0 * layers * kv_heads * head_dim * 2.0  # K and V, bf16
+
+
+# The paper's Table 1. Architecture constants are the models' published configurations.
+PROFILES: dict[str, RooflineProfile] = {
+    p.name: p
+    for p in (
+        RooflineProfile(
+            name="phi-3-mini",
+            n_gpus=4,
+            weight_gb=7.0,
+            active_params_b=3.8,
+            n_layers=32,
+            d_model=3072,
+            kv_bytes_per_token=_kv(32, 32, 96),
+            iteration_overhead_s=0.012,
+        ),
+        RooflineProfile(
+            name="command-r",
+            n_gpus=8,
+            weight_gb=61.0,
+            active_params_b=32.0,
+            n_layers=40,
+            d_model=8192,
+            kv_bytes_per_token=_kv(40, 8, 128),
+        ),
+        RooflineProfile(
+            name="phi-3.5-moe",
+            n_gpus=8,
+            weight_gb=80.0,
+            active_params_b=6.6,
+            n_layers=32,
+            d_model=4096,
+            kv_bytes_per_token=_kv(32, 8, 128),
+            iteration_overhead_s=0.012,
+        ),
+        RooflineProfile(
+            name="llama-3.1-70b",
+            n_gpus=8,
+            weight_gb=132.0,
+            active_params_b=70.0,
+            n_layers=80,
+            d_model=8192,
+            kv_bytes_per_token=_kv(80, 8, 128),
+        ),
+    )
+}
+DEFAULT_PROFILE = "llama-3.1-70b"
+
+
+def load_profile(name_or_path: str) -> RooflineProfile | LinearProfile:
+    """A built-in profile by name, or a fitted profile from a JSON file."""
+    if name_or_path in PROFILES:
+        return PROFILES[name_or_path]
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise ValueError(
+            f"unknown profile {name_or_path!r}: not one of {sorted(PROFILES)} nor a file"
+        )
+    data = json.loads(path.read_text())
+    if data.get("kind") == "roofline":
+        return RooflineProfile.model_validate(data)
+    return LinearProfile.model_validate(data)
+
+
+def decode_rate(model: LatencyModel, batch: int, context_tokens: float) -> float:
+    """Tokens per second per stream at batch size `batch`."""
+    t = float(model.decode_time(batch, context_tokens))
+    return 1.0 / t if t > 0 else math.inf

@@ -1,0 +1,1 @@
+"""Andes batch-selection policies: the exact DP oracle and the heuristics compared against it."""

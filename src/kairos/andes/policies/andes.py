@@ -1,0 +1,224 @@
+"""The Andes policy: serve the requests whose users gain most QoE per unit of KV memory.
+
+Every `solve_every` iterations, when the engine is memory- or compute-bound (selective
+triggering), it estimates each ongoing request's QoE gain from being served over the next
+`horizon_s` seconds at each candidate batch size B, packs requests by `gain / context length`
+(Algorithm 1, or the exact DP), keeps the best B, and turns the selection into admissions
+and preemptions. The overhead-aware refiner then drops admissions that cost the running
+requests more than they gain. Otherwise it admits first-come first-served, like vLLM.
+
+Section 10 of the spec explains why a literal solver thrashes; each guard below is a
+parameter so the ablation can switch it off:
+- `solve_every`: re-solve every k iterations, hold the batch in between;
+- `preempt_only_buffered`: only preempt running requests with (about) zero gain, i.e. whose
+  buffered text covers the horizon;
+- `prefer_swap`: preempt by swap when copying the KV out and back is cheaper than a recompute;
+- `slack_cap`: at most (10th-percentile buffered slack / mean admission stall) preemptions;
+- `running_bonus`: hysteresis, running requests' priority is multiplied by (1 + bonus).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+
+from kairos.andes.gain import serve_wait_gain
+from kairos.andes.policies.base import (
+    Decision,
+    PreemptMode,
+    SchedulerView,
+    fcfs_order,
+    newest_first,
+)
+from kairos.andes.policies.exact import solve_exact_all
+from kairos.andes.policies.greedy import Packing, batch_bounds, candidate_batches, greedy_pack
+from kairos.andes.policies.refiner import refine
+from kairos.andes.policies.snapshot import Snapshot, take_snapshot
+
+Objective = Literal["average", "max_min", "perfect"]
+
+
+class AndesConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    horizon_s: PositiveFloat = 10.0  # Δt
+    objective: Objective = "average"
+    solver: Literal["greedy", "dp"] = "greedy"
+    divide_by_length: bool = True  # False: rank by gain alone (LQSF)
+    on_misfit: Literal["stop", "skip"] = "stop"
+    selective_trigger: bool = True
+    kv_watermark: float = Field(0.9, gt=0, le=1)
+    solve_every: PositiveInt = 10
+    preempt_only_buffered: bool = True
+    buffered_eps: float = Field(1e-3, ge=0)
+    prefer_swap: bool = True
+    slack_cap: bool = True
+    running_bonus: float = Field(0.1, ge=0)
+    refiner: bool = True
+    max_b_candidates: PositiveInt = 48
+    dp_memory_units: PositiveInt = 256  # the DP's memory axis, quantised (cost is O(N*B*units))
+    chunked_prefill: bool = False  # run on Sarathi-style mixed iterations instead of vLLM 0.6's
+
+
+class AndesPolicy:
+    def __init__(self, config: AndesConfig | None = None, name: str = "andes") -> None:
+        self.config = config or AndesConfig()
+        self.chunked_prefill = self.config.chunked_prefill
+        self.name = name
+        self.solves = 0
+        self._victims: list[str] = []
+
+    # -- when to solve -----------------------------------------------------------------
+    def _triggered(self, view: SchedulerView) -> bool:
+        if not self.config.selective_trigger:
+            return True
+        if view.used_fraction > self.config.kv_watermark:
+            return True
+        if not view.running:
+            return False
+        s_max = max(r.tokens_per_s for r in (*view.running, *view.waiting, *view.swapped))
+        ctx = sum(r.context_len for r in view.running)
+        return float(view.latency.decode_time(len(view.running), ctx)) > 1.0 / s_max
+
+    def decide(self, view: SchedulerView) -> Decision:
+        if not (view.running or view.waiting or view.swapped):
+            return Decision()
+        if not self._triggered(view):
+            return Decision(admit=fcfs_order(view), victims=newest_first(view))
+        if view.iteration % self.config.solve_every != 0:
+            victims = {r.request_id: r for r in view.running}
+            order = [victims[i] for i in self._victims if i in victims]
+            return Decision(admit=[], victims=order or newest_first(view))
+        self.solves += 1
+        return self._solve(view)
+
+    # -- the knapsack ------------------------------------------------------------------
+    def _solve(self, view: SchedulerView) -> Decision:
+        cfg = self.config
+        snap = take_snapshot(view, cfg.prefer_swap)
+        capacity = view.total_blocks - view.watermark_blocks
+        mean_ctx = float(snap.context.mean())
+
+        def tau(sizes: np.ndarray) -> np.ndarray:
+            return np.asarray(view.latency.decode_time(sizes, sizes * mean_ctx), dtype=np.float64)
+
+        s_max = float(snap.state.speed.max())
+        b_min, b_max = batch_bounds(snap.blocks, capacity, tau, s_max, view.max_num_seqs)
+        batches = candidate_batches(b_min, b_max, cfg.max_b_candidates, keep=len(view.running))
+        taus = tau(batches)
+        gain, q_serve, q_wait = serve_wait_gain(
+            snap.state, view.now, cfg.horizon_s, snap.start_delay, snap.needs_decode, taus
+        )
+        value = self._objective_value(snap, view.now, gain, q_serve, q_wait)
+        priority = value / snap.blocks[:, None] if cfg.divide_by_length else value.copy()
+        priority[snap.running] *= 1.0 + cfg.running_bonus
+        packing = self._pack(value, priority, snap.blocks, capacity, batches)
+        j = int(np.flatnonzero(batches == packing.batch)[0]) if packing.batch else 0
+        chosen_gain = value[:, j]
+        chosen_priority = priority[:, j]
+        admit: list[int] = np.flatnonzero(packing.selected & ~snap.running).tolist()
+        preempt: list[int] = np.flatnonzero(~packing.selected & snap.running).tolist()
+        if cfg.preempt_only_buffered:
+            preempt = [i for i in preempt if gain[i, j] <= cfg.buffered_eps]
+        if cfg.slack_cap and preempt and admit:
+            preempt = self._cap_by_slack(snap, view.now, preempt, admit)
+        if cfg.refiner:
+            ref = refine(
+                snap.state,
+                view.now,
+                float(taus[j]),
+                chosen_gain,
+                chosen_priority,
+                snap.blocks,
+                snap.start_delay,
+                snap.preempt_cost,
+                snap.running,
+                admit,
+                preempt,
+                view.free_blocks - view.watermark_blocks,
+            )
+            admit, preempt = ref.admit, ref.preempt
+        admit = sorted(admit, key=lambda i: -chosen_priority[i])
+        running_idx = np.flatnonzero(snap.running)
+        victim_idx = sorted(running_idx.tolist(), key=lambda i: chosen_priority[i])
+        self._victims = [snap.requests[i].request_id for i in victim_idx]
+        return Decision(
+            admit=[snap.requests[i] for i in admit],
+            preempt=[
+                (
+                    snap.requests[i],
+                    PreemptMode.SWAP if snap.restore_mode_swap[i] else PreemptMode.RECOMPUTE,
+                )
+                for i in preempt
+            ],
+            victims=[snap.requests[i] for i in victim_idx],
+            stop_at_first_misfit=cfg.on_misfit == "stop",
+        )
+
+    def _objective_value(
+        self, snap: Snapshot, now: float, gain: np.ndarray, q_serve: np.ndarray, q_wait: np.ndarray
+    ) -> np.ndarray:
+        """Item values for the knapsack (appendix A's alternative objectives)."""
+        if self.config.objective == "average":
+            return gain
+        q_now = np.array([r.qoe.qoe_at(now) for r in snap.requests])
+        buffered = np.isnan(q_wait)  # wait == serve: the horizon is covered already
+        if self.config.objective == "max_min":
+            qw = np.where(buffered, q_now, q_wait)
+            value = np.maximum(q_now.min() - qw, 0.0)
+            return np.broadcast_to(value[:, None], gain.shape).copy()
+        perfect_now = q_now >= 1.0 - 1e-9
+        qs = np.where(np.isnan(q_serve), 1.0, q_serve)
+        qw = np.where(buffered, 1.0, q_wait)
+        serve_ok = (qs >= 1.0 - 1e-9).astype(float)
+        wait_ok = (qw >= 1.0 - 1e-9).astype(float)[:, None]
+        return (serve_ok - wait_ok) * perfect_now[:, None]
+
+    def _pack(
+        self,
+        value: np.ndarray,
+        priority: np.ndarray,
+        blocks: np.ndarray,
+        capacity: int,
+        batches: np.ndarray,
+    ) -> Packing:
+        if self.config.solver == "greedy":
+            return greedy_pack(
+                value, priority, blocks, capacity, batches, skip=self.config.on_misfit == "skip"
+            )
+        unit = max(1, -(-capacity // self.config.dp_memory_units))
+        q_len = -(-blocks // unit)  # round sizes up: the DP's choice always fits for real
+        best = solve_exact_all(value, q_len, capacity // unit, [int(b) for b in batches])
+        if best is None:
+            return Packing(0, np.zeros(len(blocks), dtype=bool), 0.0, np.zeros(len(batches)))
+        b, mask, obj = best
+        return Packing(b, mask, obj, np.zeros(len(batches)))
+
+    def _cap_by_slack(
+        self, snap: Snapshot, now: float, preempt: list[int], admit: list[int]
+    ) -> list[int]:
+        """Preempting n requests stalls the rest for about n admissions' start delays; allow
+        only as many as the least-slack running users (10th percentile) can absorb."""
+        st = snap.state
+        run = np.flatnonzero(snap.running)
+        next_ideal = st.arrival[run] + st.ttft[run] + st.delivered[run] / st.speed[run]
+        slack = np.maximum(next_ideal + st.lag[run] - now, 0.0)
+        per_admission = float(np.mean(snap.start_delay[admit])) or 1e-3
+        cap = max(1, int(np.percentile(slack, 10) / per_admission)) if slack.size else len(preempt)
+        return preempt[:cap] if len(preempt) > cap else preempt
+
+
+def lqsf_policy(config: AndesConfig | None = None) -> AndesPolicy:
+    """Least QoE Slack First: rank by gain alone (no division by context), no refiner."""
+    base = config or AndesConfig()
+    return AndesPolicy(
+        base.model_copy(update={"divide_by_length": False, "refiner": False}), "lqsf"
+    )
+
+
+def andes_dp_policy(config: AndesConfig | None = None) -> AndesPolicy:
+    """Andes with the exact DP (Algorithm 2) instead of the greedy packer."""
+    base = config or AndesConfig()
+    return AndesPolicy(base.model_copy(update={"solver": "dp"}), "andes-dp")

@@ -1,0 +1,77 @@
+"""The policy interface: a pure function from a snapshot of the engine to a decision.
+
+The same policy object drives the simulator and the real engine (ARCHITECTURE principle 1).
+It reads the `SchedulerView` it is handed (requests, free KV blocks, the latency model, `now`)
+and returns a `Decision`: which requests to preempt now and in which order to try to admit
+requests. The mechanism (`kairos.andes.scheduler`) carries it out and enforces memory and
+batch limits, so a policy can never corrupt engine state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+from kairos.andes.latency import LatencyModel
+from kairos.andes.request import Request
+
+
+class PreemptMode(StrEnum):
+    RECOMPUTE = "recompute"
+    SWAP = "swap"
+
+
+@dataclass(frozen=True)
+class SchedulerView:
+    now: float
+    iteration: int
+    running: Sequence[Request]  # admission order
+    waiting: Sequence[Request]  # queue order (recompute-preempted first, then arrival order)
+    swapped: Sequence[Request]  # swap order
+    free_blocks: int
+    total_blocks: int
+    free_cpu_blocks: int
+    block_size: int
+    latency: LatencyModel
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    watermark_blocks: int
+
+    @property
+    def used_fraction(self) -> float:
+        return 1.0 - self.free_blocks / self.total_blocks if self.total_blocks else 1.0
+
+
+@dataclass
+class Decision:
+    """What to do this iteration.
+
+    `preempt`: running requests to evict now, each with a mechanism. `admit`: waiting or
+    swapped requests to bring in, in priority order; the mechanism admits them while memory
+    and batch limits allow and, if `stop_at_first_misfit`, stops at the first that does not
+    fit (FCFS head-of-line semantics). `victims`: the order in which to evict running
+    requests if a decode step runs out of blocks (default: newest admitted first).
+    """
+
+    admit: list[Request] = field(default_factory=list)
+    preempt: list[tuple[Request, PreemptMode]] = field(default_factory=list)
+    victims: list[Request] | None = None
+    stop_at_first_misfit: bool = True
+
+
+class Policy(Protocol):
+    name: str
+    chunked_prefill: bool
+
+    def decide(self, view: SchedulerView) -> Decision: ...
+
+
+def fcfs_order(view: SchedulerView) -> list[Request]:
+    """vLLM 0.6's admission order: swapped requests first, then the waiting queue."""
+    return [*view.swapped, *view.waiting]
+
+
+def newest_first(view: SchedulerView) -> list[Request]:
+    return sorted(view.running, key=lambda r: r.admitted_seq, reverse=True)

@@ -1,0 +1,277 @@
+"""The scheduling mechanism, shaped like vLLM v1's scheduler.
+
+`add_request`, `schedule(now) -> SchedulerOutput`, `update_from_output(output, now, stopped)`,
+`finish_requests(ids)`. Each `schedule` asks the policy for a `Decision` and carries it out
+under the engine's hard limits (KV blocks with a watermark, `max_num_seqs`,
+`max_num_batched_tokens`, the swap pool). The simulator and the torch engine both drive this
+class; only how long an iteration takes and who decides that a request stopped differ.
+
+Token accounting: a running request's `computed` tokens have KV in the cache. Scheduling n
+tokens computes their KV; when that reaches the whole context, the step samples one new token.
+So a decode is a 1-token step, a prefill a `prompt`-token step, and a resume after recompute
+preemption a `prompt + generated`-token step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+
+from kairos.andes.kv_blocks import BlockManager
+from kairos.andes.latency import LatencyModel
+from kairos.andes.policies.base import Decision, Policy, PreemptMode, SchedulerView
+from kairos.andes.request import Request, Status
+
+
+class SchedulerConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_num_seqs: PositiveInt = 512
+    max_num_batched_tokens: PositiveInt = 200_000
+    watermark: float = Field(0.01, ge=0, lt=1)  # share of GPU blocks kept free at admission
+    chunk_size: PositiveInt = 512  # per-iteration token budget for chunked-prefill policies
+
+
+@dataclass
+class ScheduledStep:
+    request: Request
+    tokens: int  # context tokens computed this iteration
+    samples: bool  # completes the context, so a new token is produced
+
+
+@dataclass
+class SchedulerOutput:
+    steps: list[ScheduledStep] = field(default_factory=list)
+    swap_in: list[tuple[Request, list[tuple[int, int]]]] = field(default_factory=list)
+    swap_out: list[tuple[Request, list[tuple[int, int]]]] = field(default_factory=list)
+    recomputed: list[Request] = field(default_factory=list)
+    decision_s: float = 0.0  # wall time the policy took
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.steps
+
+    @property
+    def prefill_tokens(self) -> list[int]:
+        return [s.tokens for s in self.steps if s.tokens > 1 or s.request.generated == 0]
+
+    @property
+    def decode_steps(self) -> list[ScheduledStep]:
+        return [s for s in self.steps if s.tokens == 1 and s.request.generated > 0]
+
+
+class Scheduler:
+    def __init__(
+        self,
+        policy: Policy,
+        latency: LatencyModel,
+        config: SchedulerConfig | None = None,
+        *,
+        num_gpu_blocks: int | None = None,
+        num_cpu_blocks: int | None = None,
+    ) -> None:
+        self.policy = policy
+        self.latency = latency
+        self.config = config or SchedulerConfig()
+        bs = latency.block_size
+        gpu = num_gpu_blocks if num_gpu_blocks is not None else latency.kv_capacity_tokens // bs
+        cpu = num_cpu_blocks if num_cpu_blocks is not None else latency.swap_capacity_tokens // bs
+        self.blocks = BlockManager(gpu, cpu, bs)
+        self.requests: dict[str, Request] = {}
+        self.running: list[Request] = []
+        self._preempted: dict[str, Request] = {}  # recompute-preempted: front of the queue
+        self._new: dict[str, Request] = {}  # never run: arrival order
+        self.swapped: dict[str, Request] = {}
+        self.iteration = 0
+        self._admissions = 0
+
+    # -- queue views -------------------------------------------------------------------
+    @property
+    def waiting(self) -> list[Request]:
+        return [*reversed(self._preempted.values()), *self._new.values()]
+
+    @property
+    def num_unfinished(self) -> int:
+        return len(self.running) + len(self._preempted) + len(self._new) + len(self.swapped)
+
+    def add_request(self, request: Request) -> None:
+        if request.request_id in self.requests:
+            raise ValueError(f"duplicate request id {request.request_id!r}")
+        self.requests[request.request_id] = request
+        self._new[request.request_id] = request
+
+    def finish_requests(
+        self, request_ids: Iterable[str], now: float, reason: str = "abort"
+    ) -> None:
+        """Remove requests wherever they are (client gone, stop hit) and free their blocks."""
+        for rid in request_ids:
+            r = self.requests.get(rid)
+            if r is None or r.is_finished:
+                continue
+            if r.status is Status.RUNNING:
+                self.running.remove(r)
+            self._preempted.pop(rid, None)
+            self._new.pop(rid, None)
+            self.swapped.pop(rid, None)
+            self.blocks.free(rid)
+            r.status = Status.FINISHED
+            r.finish_time = now
+            r.finish_reason = reason
+
+    def view(self, now: float) -> SchedulerView:
+        return SchedulerView(
+            now=now,
+            iteration=self.iteration,
+            running=list(self.running),
+            waiting=self.waiting,
+            swapped=list(self.swapped.values()),
+            free_blocks=self.blocks.gpu.free,
+            total_blocks=self.blocks.gpu.num_blocks,
+            free_cpu_blocks=self.blocks.cpu.free,
+            block_size=self.blocks.block_size,
+            latency=self.latency,
+            max_num_seqs=self.config.max_num_seqs,
+            max_num_batched_tokens=self.config.max_num_batched_tokens,
+            watermark_blocks=self._reserve(),
+        )
+
+    def _reserve(self) -> int:
+        return int(self.config.watermark * self.blocks.gpu.num_blocks)
+
+    # -- one iteration -----------------------------------------------------------------
+    def schedule(self, now: float) -> SchedulerOutput:
+        self.iteration += 1
+        view = self.view(now)
+        t0 = time.perf_counter()
+        decision = self.policy.decide(view)
+        out = SchedulerOutput(decision_s=time.perf_counter() - t0)
+        for r, mode in decision.preempt:
+            if r.status is Status.RUNNING:
+                self._preempt(r, mode, out)
+        self._admit(decision, out)
+        self._compose(decision, out)
+        return out
+
+    def _admit(self, decision: Decision, out: SchedulerOutput) -> None:
+        reserve = self._reserve()
+        budget = self.config.max_num_batched_tokens
+        chunked = self.policy.chunked_prefill
+        for r in decision.admit:
+            room = len(self.running) < self.config.max_num_seqs
+            rid = r.request_id
+            if r.status is Status.SWAPPED:
+                fits = room and self.blocks.can_swap_in(rid, reserve)
+                if fits:
+                    out.swap_in.append((r, self.blocks.swap_in(rid)))
+                    del self.swapped[rid]
+                    self._start(r)
+            elif r.status is Status.WAITING:
+                fits = room and self.blocks.can_grow(rid, r.context_len, reserve)
+                fits = fits and (chunked or r.to_compute <= budget)
+                if fits:
+                    self.blocks.grow(rid, r.context_len)
+                    budget -= r.to_compute
+                    self._preempted.pop(rid, None)
+                    self._new.pop(rid, None)
+                    self._start(r)
+            else:
+                continue  # already running or finished: nothing to admit
+            if not fits and decision.stop_at_first_misfit:
+                break
+
+    def _start(self, r: Request) -> None:
+        r.status = Status.RUNNING
+        r.admitted_seq = self._admissions
+        self._admissions += 1
+        self.running.append(r)
+
+    def _compose(self, decision: Decision, out: SchedulerOutput) -> None:
+        prefilling = [r for r in self.running if r.to_compute > 1 or r.generated == 0]
+        if prefilling and not self.policy.chunked_prefill:
+            out.steps = [ScheduledStep(r, r.to_compute, True) for r in prefilling]
+            return  # vLLM 0.6: a prefill iteration runs alone
+        decoding = [r for r in self.running if r.to_compute == 1 and r.generated > 0]
+        victims = list(decision.victims) if decision.victims is not None else None
+        scheduled: set[str] = set()
+        steps: list[ScheduledStep] = []
+        for r in sorted(decoding, key=lambda x: x.admitted_seq):
+            if r.status is not Status.RUNNING:
+                continue  # evicted as a victim of an earlier request this iteration
+            if not self._make_room(r, victims, scheduled, out):
+                continue  # it evicted itself
+            self.blocks.grow(r.request_id, r.context_len)
+            scheduled.add(r.request_id)
+            steps.append(ScheduledStep(r, 1, True))
+        if self.policy.chunked_prefill:
+            budget = self.config.chunk_size - len(steps)
+            for r in sorted(prefilling, key=lambda x: x.admitted_seq):
+                if budget <= 0 or r.status is not Status.RUNNING:
+                    continue
+                n = min(r.to_compute, budget)
+                budget -= n
+                steps.append(ScheduledStep(r, n, n == r.to_compute))
+        out.steps = steps
+
+    def _make_room(
+        self, r: Request, victims: list[Request] | None, scheduled: set[str], out: SchedulerOutput
+    ) -> bool:
+        """Evict victims until `r` can hold its next token; False if `r` itself was evicted."""
+        rid = r.request_id
+        while not self.blocks.can_grow(rid, r.context_len):
+            order = victims if victims is not None else self._newest_first()
+            candidates = [
+                v
+                for v in order
+                if v.status is Status.RUNNING and v.request_id not in scheduled and v is not r
+            ]
+            victim = candidates[0] if candidates else r
+            self._preempt(victim, PreemptMode.RECOMPUTE, out)
+            if victim is r:
+                return False
+        return True
+
+    def _newest_first(self) -> list[Request]:
+        return sorted(self.running, key=lambda x: x.admitted_seq, reverse=True)
+
+    def _preempt(self, r: Request, mode: PreemptMode, out: SchedulerOutput) -> None:
+        rid = r.request_id
+        self.running.remove(r)
+        r.preemptions += 1
+        if mode is PreemptMode.SWAP and self.blocks.can_swap_out(rid):
+            out.swap_out.append((r, self.blocks.swap_out(rid)))
+            r.status = Status.SWAPPED
+            self.swapped[rid] = r
+            return
+        self.blocks.free(rid)
+        r.computed = 0
+        r.status = Status.WAITING
+        self._preempted[rid] = r
+        out.recomputed.append(r)
+
+    def update_from_output(
+        self, out: SchedulerOutput, now: float, stopped: Iterable[str] = ()
+    ) -> list[Request]:
+        """Record the iteration's results at time `now`; returns the requests that finished.
+
+        `stopped` names requests whose newest token ends them (EOS, stop string, or the
+        simulator's true output length); `max_tokens` is enforced here.
+        """
+        stop = set(stopped)
+        done: list[Request] = []
+        for step in out.steps:
+            r = step.request
+            if r.status is not Status.RUNNING:
+                continue
+            r.computed += step.tokens
+            if step.samples:
+                r.deliver(now)
+                reason = (
+                    "stop" if r.request_id in stop else ("length" if r.remaining_cap <= 0 else "")
+                )
+                if reason:
+                    self.finish_requests([r.request_id], now, reason)
+                    done.append(r)
+        return done
