@@ -15,6 +15,7 @@ preemption a `prompt + generated`-token step.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -87,6 +88,9 @@ class Scheduler:
         self.swapped: dict[str, Request] = {}
         self.iteration = 0
         self._admissions = 0
+        # (time, produced decode tokens?) of recent iterations: the token latency running
+        # streams actually see, prefill stalls included (the paper's compute-bound trigger)
+        self._recent: deque[tuple[float, bool]] = deque(maxlen=16)
 
     # -- queue views -------------------------------------------------------------------
     @property
@@ -136,7 +140,15 @@ class Scheduler:
             max_num_seqs=self.config.max_num_seqs,
             max_num_batched_tokens=self.config.max_num_batched_tokens,
             watermark_blocks=self._reserve(),
+            token_interval_s=self.token_interval(now),
         )
+
+    def token_interval(self, now: float) -> float:
+        """Seconds per decode step over the recent iterations (0 when nothing decoded)."""
+        if not self._recent:
+            return 0.0
+        decodes = sum(1 for _, d in self._recent if d)
+        return (now - self._recent[0][0]) / decodes if decodes else 0.0
 
     def _reserve(self) -> int:
         return int(self.config.watermark * self.blocks.gpu.num_blocks)
@@ -153,6 +165,8 @@ class Scheduler:
                 self._preempt(r, mode, out)
         self._admit(decision, out)
         self._compose(decision, out)
+        if out.steps:
+            self._recent.append((now, bool(out.decode_steps)))
         return out
 
     def _admit(self, decision: Decision, out: SchedulerOutput) -> None:

@@ -38,6 +38,7 @@ class SchedulerView:
     max_num_seqs: int
     max_num_batched_tokens: int
     watermark_blocks: int
+    token_interval_s: float = 0.0  # observed time per decode step for running streams, recently
 
     @property
     def used_fraction(self) -> float:
