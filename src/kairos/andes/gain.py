@@ -35,20 +35,23 @@ class StreamState:
     def __len__(self) -> int:
         return len(self.arrival)
 
-    def due(self, t: float) -> np.ndarray:
-        start = self.arrival + self.ttft
-        m = np.floor((t - start) * self.speed + 1e-9) + 1.0
-        return np.where(t < start, 0.0, m)
+    def due(self, t: float | np.ndarray) -> np.ndarray:
+        """Tokens due by t; a (1, K) array of times gives an (N, K) answer."""
+        start = (self.arrival + self.ttft)[:, None]
+        m = np.floor((t - start) * self.speed[:, None] + 1e-9) + 1.0
+        out = np.where(t < start, 0.0, m)
+        return out[:, 0] if np.ndim(t) == 0 else out
 
 
 def qoe_at_horizon(
-    state: StreamState, horizon: float, first_new: np.ndarray, tau: np.ndarray
+    state: StreamState, horizon: float | np.ndarray, first_new: np.ndarray, tau: np.ndarray
 ) -> np.ndarray:
     """QoE at `horizon` if new tokens arrive at `first_new + q*tau` (q = 0, 1, ...).
 
-    `first_new` and `tau` broadcast against shape (N, nB) (pass `first_new = +inf` for "no
-    new token"). Requests with due <= delivered get their current-prefix QoE replaced by NaN:
-    callers treat them as zero-gain (see module docstring).
+    `first_new`, `tau` and `horizon` (a scalar, or a (1, K) row of horizons) broadcast
+    against shape (N, K) (pass `first_new = +inf` for "no new token"). Requests with due <=
+    delivered get NaN instead of their current-prefix QoE: callers treat them as zero-gain
+    (see module docstring).
     """
     a = state.arrival[:, None]
     s = state.speed[:, None]
@@ -56,7 +59,8 @@ def qoe_at_horizon(
     d = state.lag[:, None]
     total = state.lag_sum[:, None]
     ideal0 = a + state.ttft[:, None]  # I_1
-    m_h = state.due(horizon)[:, None]
+    m_h = state.due(horizon)
+    m_h = m_h[:, None] if m_h.ndim == 1 else m_h
     open_ = m_h > k  # tokens due beyond what was delivered: the estimate matters
 
     first_new = np.broadcast_to(first_new, np.broadcast_shapes(np.shape(first_new), np.shape(tau)))

@@ -32,8 +32,11 @@ GIB = 1024**3
 
 
 class LatencyModel(Protocol):
-    name: str
-    block_size: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def block_size(self) -> int: ...
 
     @property
     def kv_capacity_tokens(self) -> int: ...

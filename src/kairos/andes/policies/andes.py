@@ -116,7 +116,8 @@ class AndesPolicy:
         priority = value / snap.blocks[:, None] if cfg.divide_by_length else value.copy()
         priority[snap.running] *= 1.0 + cfg.running_bonus
         packing = self._pack(value, priority, snap.blocks, capacity, batches)
-        j = int(np.flatnonzero(batches == packing.batch)[0]) if packing.batch else 0
+        near = np.flatnonzero(batches >= packing.batch)
+        j = int(near[0]) if packing.batch and near.size else len(batches) - 1
         chosen_gain = value[:, j]
         chosen_priority = priority[:, j]
         admit: list[int] = np.flatnonzero(packing.selected & ~snap.running).tolist()
@@ -191,7 +192,15 @@ class AndesPolicy:
             )
         unit = max(1, -(-capacity // self.config.dp_memory_units))
         q_len = -(-blocks // unit)  # round sizes up: the DP's choice always fits for real
-        best = solve_exact_all(value, q_len, capacity // unit, [int(b) for b in batches])
+        q_cap = capacity // unit
+        # rounding shrinks what fits: only ask for batch sizes the quantised sizes allow
+        fits = int(np.searchsorted(np.cumsum(np.sort(q_len)), q_cap, side="right"))
+        feasible = [int(b) for b in batches if b <= fits] or ([fits] if fits > 0 else [])
+        if not feasible:
+            return Packing(0, np.zeros(len(blocks), dtype=bool), 0.0, np.zeros(len(batches)))
+        cols = [int(np.flatnonzero(batches == b)[0]) if b in batches else -1 for b in feasible]
+        gains = np.stack([value[:, c] if c >= 0 else value[:, -1] for c in cols], axis=1)
+        best = solve_exact_all(gains, q_len, q_cap, feasible)
         if best is None:
             return Packing(0, np.zeros(len(blocks), dtype=bool), 0.0, np.zeros(len(batches)))
         b, mask, obj = best

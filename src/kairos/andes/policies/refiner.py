@@ -28,24 +28,14 @@ class Refinement:
     preempt: list[int]
 
 
-def _subset(state: StreamState, idx: np.ndarray) -> StreamState:
-    return StreamState(
-        *(
-            getattr(state, f)[idx]
-            for f in ("arrival", "ttft", "speed", "delivered", "lag", "lag_sum", "remaining_cap")
-        )
-    )
-
-
-def stall_loss(state: StreamState, now: float, stall: float, tau: float) -> float:
-    """Total QoE the given running requests lose if no token reaches them for `stall` s."""
-    if stall <= 0 or len(state) == 0:
-        return 0.0
-    horizon = now + stall
+def stall_losses(state: StreamState, now: float, stalls: np.ndarray, tau: float) -> np.ndarray:
+    """(N, K): QoE each request loses if no token reaches it for `stalls[k]` seconds."""
     n = len(state)
-    serve = qoe_at_horizon(state, horizon, np.full((n, 1), now + tau), np.array([tau]))[:, 0]
-    wait = qoe_at_horizon(state, horizon, np.full((n, 1), np.inf), np.ones(1))[:, 0]
-    return float(np.nansum(np.maximum(serve - wait, 0.0)))
+    horizon = now + np.asarray(stalls, dtype=np.float64)[None, :]
+    serve = qoe_at_horizon(state, horizon, np.full((n, 1), now + tau), np.array([[tau]]))
+    wait = qoe_at_horizon(state, horizon, np.full((n, 1), np.inf), np.ones((1, 1)))
+    loss = np.nan_to_num(serve - wait, nan=0.0)
+    return np.where(horizon > now, np.maximum(loss, 0.0), 0.0)
 
 
 def refine(
@@ -62,13 +52,15 @@ def refine(
     preempt: list[int],
     free_blocks: int,
 ) -> Refinement:
-    """`admit` and `preempt` are indices into the snapshot arrays; returns the kept subsets."""
+    """`admit` and `preempt` are indices into the snapshot arrays; returns the kept subsets.
+
+    The victims and stall of each step do not depend on the losses, so the whole walk is
+    planned first and the losses of every step are evaluated in one vectorised call.
+    """
     victims_pool = sorted(preempt, key=lambda i: priority[i])  # lowest priority first
-    kept_running = set(np.flatnonzero(running).tolist())
     free = free_blocks
-    stall = 0.0
-    out_admit: list[int] = []
-    out_preempt: list[int] = []
+    plan: list[tuple[int, list[int]]] = []
+    extras: list[float] = []
     for a in sorted(admit, key=lambda i: -priority[i]):
         chosen: list[int] = []
         freed = 0
@@ -79,16 +71,35 @@ def refine(
             freed += int(blocks[v])
         if free + freed < blocks[a]:
             break  # even preempting every candidate would not make room
-        extra = float(start_delay[a] + preempt_cost[chosen].sum())
-        survivors = np.array(sorted(kept_running - set(chosen)), dtype=np.int64)
-        kept = _subset(state, survivors)
-        loss = stall_loss(kept, now, stall + extra, tau) - stall_loss(kept, now, stall, tau)
-        if gain[a] <= loss:
-            break
-        stall += extra
+        plan.append((a, chosen))
+        extras.append(float(start_delay[a] + preempt_cost[chosen].sum()))
         free += freed - int(blocks[a])
+        victims_pool = [v for v in victims_pool if v not in chosen]
+    if not plan:
+        return Refinement([], [])
+    run_idx = np.flatnonzero(running)
+    stalls = np.concatenate([[0.0], np.cumsum(extras)])
+    losses = stall_losses(_subset(state, run_idx), now, stalls, tau)  # (R, K+1)
+    # step at which each running request is preempted (it stops counting from then on)
+    gone_at = np.full(len(running), len(plan), dtype=np.int64)
+    for step, (_, chosen) in enumerate(plan):
+        gone_at[chosen] = step
+    alive = gone_at[run_idx][:, None] > np.arange(len(plan))[None, :]  # (R, K)
+    added = ((losses[:, 1:] - losses[:, :-1]) * alive).sum(axis=0)
+    out_admit: list[int] = []
+    out_preempt: list[int] = []
+    for step, (a, chosen) in enumerate(plan):
+        if gain[a] <= added[step]:
+            break
         out_admit.append(a)
         out_preempt.extend(chosen)
-        victims_pool = [v for v in victims_pool if v not in chosen]
-        kept_running -= set(chosen)
     return Refinement(out_admit, out_preempt)
+
+
+def _subset(state: StreamState, idx: np.ndarray) -> StreamState:
+    return StreamState(
+        *(
+            getattr(state, f)[idx]
+            for f in ("arrival", "ttft", "speed", "delivered", "lag", "lag_sum", "remaining_cap")
+        )
+    )
