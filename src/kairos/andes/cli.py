@@ -1,9 +1,156 @@
-"""`kairos andes ...` commands."""
+"""`kairos andes ...`: ad-hoc simulations and capacity search (experiments come from the shared
+`experiment` command)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
+
+console = Console()
+
+
+def _andes_overrides(horizon: float | None, extra: list[str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if horizon is not None:
+        out["horizon_s"] = horizon
+    for pair in extra or []:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"--andes takes KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
 
 
 def register(group: typer.Typer) -> None:
-    """Add the Andes commands to the `andes` group (experiments are added by the shared CLI)."""
+    @group.command("simulate")
+    def simulate_cmd(
+        policy: Annotated[
+            str, typer.Option(help="fcfs, sarathi, lqsf, andes or andes-dp")
+        ] = "andes",
+        profile: Annotated[str, typer.Option(help="Built-in profile or a fitted profile JSON")] = (
+            "llama-3.1-70b"
+        ),
+        trace: Annotated[
+            Path | None, typer.Option(help="Replay an Azure/Splitwise or BurstGPT CSV")
+        ] = None,
+        arrival: Annotated[str, typer.Option(help="cyclic_burst or poisson")] = "cyclic_burst",
+        rate: Annotated[
+            float | None, typer.Option(help="Average req/s (default: load factor)")
+        ] = None,
+        load_factor: Annotated[float, typer.Option(help="Rate as a share of sustainable")] = 0.6,
+        intensity: Annotated[float, typer.Option(help="Burst rate / average rate")] = 2.0,
+        duration: Annotated[float, typer.Option(help="Share of each cycle in burst")] = 0.35,
+        cycle: Annotated[float, typer.Option(help="Cycle length (s)")] = 1200.0,
+        span: Annotated[float, typer.Option(help="Seconds of arrivals to generate")] = 1200.0,
+        dataset: Annotated[str, typer.Option(help="Lengths: sharegpt, arxiv, coding")] = "sharegpt",
+        speeds: Annotated[str, typer.Option(help="reader or listener")] = "reader",
+        horizon: Annotated[float | None, typer.Option(help="Andes Δt (s)")] = None,
+        andes: Annotated[list[str] | None, typer.Option(help="Andes option KEY=VALUE")] = None,
+        seed: int = 0,
+        out: Annotated[Path, typer.Option(help="Result folder")] = Path("results/andes/simulate"),
+    ) -> None:
+        """Simulate one policy on one workload and print QoE, TTFT, TDS and queue statistics."""
+        import numpy as np
+
+        from kairos.andes.experiments.workload import SimPoint, build_trace
+        from kairos.andes.latency import load_profile
+        from kairos.andes.policies.registry import make_policy
+        from kairos.andes.qoe import sample_speeds
+        from kairos.andes.simulator import simulate
+        from kairos.report import print_table, save_line_plot, write_result
+        from kairos.workloads import TraceFormatError, read_trace
+
+        try:
+            lat = load_profile(profile)
+            pol = make_policy(policy, **_andes_overrides(horizon, andes))
+            if trace is not None:
+                tr = read_trace(trace)
+                if rate is not None:
+                    tr = tr.with_rate(rate)
+                sp = sample_speeds(speeds, len(tr), np.random.default_rng(seed))  # type: ignore[arg-type]
+            else:
+                point = SimPoint.model_validate(
+                    dict(
+                        profile=profile,
+                        arrival=arrival,
+                        rate=rate,
+                        load_factor=load_factor,
+                        intensity=intensity,
+                        duration=duration,
+                        cycle_s=cycle,
+                        span_s=span,
+                        dataset=dataset,
+                        speeds=speeds,
+                        seed=seed,
+                    )
+                )
+                tr, sp = build_trace(point)
+        except (ValueError, FileNotFoundError, TraceFormatError) as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+        res = simulate(pol, lat, tr, sp)
+        summary = res.summary()
+        print_table([summary], title=f"{policy} on {lat.name}: {len(tr)} requests")
+        write_result(
+            out,
+            f"simulate_{policy}",
+            config={
+                "policy": policy,
+                "profile": profile,
+                "trace": str(trace) if trace else arrival,
+                "seed": seed,
+            },
+            rows=[{"qoe": q} for q in res.qoe().tolist()],
+            summary=summary,
+            seed=seed,
+        )
+        save_line_plot(
+            out / f"simulate_{policy}_queue.png",
+            res.stats["time"],
+            {k: res.stats[k] for k in ("running", "waiting", "preempted")},
+            xlabel="time (s)",
+            ylabel="requests",
+            title="queue",
+            kind="step",
+        )
+        console.print(f"results in {out}")
+
+    @group.command("capacity")
+    def capacity_cmd(
+        target: Annotated[float, typer.Option(help="Average QoE to keep")] = 0.95,
+        policies: Annotated[str, typer.Option(help="Comma-separated policies")] = "fcfs,andes",
+        profile: str = "llama-3.1-70b",
+        dataset: str = "sharegpt",
+        arrival: Annotated[str, typer.Option(help="cyclic_burst or poisson")] = "cyclic_burst",
+        factors: Annotated[str, typer.Option(help="Load factors to test")] = (
+            "0.15,0.2,0.25,0.3,0.35,0.4,0.45,0.5,0.6,0.7,0.8"
+        ),
+        jobs: Annotated[int, typer.Option("--jobs", "-j")] = 1,
+        out: Path = Path("results/andes/capacity-search"),
+    ) -> None:
+        """Highest load (burst req/s) that keeps average QoE at or above TARGET, per policy."""
+        from kairos.andes.capacity import capacity
+        from kairos.andes.experiments.common import policy_sweep
+        from kairos.andes.experiments.workload import SimPoint, base_rate
+        from kairos.experiments import ExperimentContext
+        from kairos.report import print_table
+
+        base = SimPoint.model_validate({"profile": profile, "dataset": dataset, "arrival": arrival})
+        loads = [float(x) for x in factors.split(",")]
+        names = [p.strip() for p in policies.split(",") if p.strip()]
+        ctx = ExperimentContext(out_dir=out, jobs=jobs)
+        rows = policy_sweep(ctx, base, "load_factor", loads, names)
+        peak = (base.intensity if arrival == "cyclic_burst" else 1.0) * base_rate(profile, dataset)
+        table = []
+        for p in names:
+            x = [peak * r["load_factor"] for r in rows if r["policy"] == p]
+            y = [r["avg_qoe"] for r in rows if r["policy"] == p]
+            table.append({"policy": p, "target": target, "capacity_req_s": capacity(x, y, target)})
+        print_table(table, title=f"capacity on {profile} ({dataset}, {arrival})")

@@ -119,7 +119,7 @@ class Simulator:
     def add(self, request: Request, output_len: int) -> None:
         if output_len < 1:
             raise ValueError(f"request {request.request_id}: output length must be >= 1")
-        self._output_lens[request.request_id] = min(output_len, request.max_tokens)
+        self._output_lens[request.request_id] = output_len  # max_tokens is the scheduler's cut
         self._requests.append(request)
         self._pending_arrivals += 1
         self.loop.call_at(request.arrival, self._arrive, request)

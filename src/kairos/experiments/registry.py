@@ -33,7 +33,7 @@ class ExperimentContext:
             fn,
             base,
             points,
-            cache_dir=self.out_dir / "cache" if self.cache else None,
+            cache_dir=self.out_dir.parent / "cache" if self.cache else None,
             jobs=self.jobs,
             ray_address=self.ray_address,
             progress=self.progress,

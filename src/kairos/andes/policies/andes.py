@@ -19,6 +19,7 @@ parameter so the ablation can switch it off:
 
 from __future__ import annotations
 
+import time
 from typing import Literal
 
 import numpy as np
@@ -59,6 +60,7 @@ class AndesConfig(BaseModel):
     refiner: bool = True
     max_b_candidates: PositiveInt = 48
     dp_memory_units: PositiveInt = 256  # the DP's memory axis, quantised (cost is O(N*B*units))
+    predict_prefill_stall: bool = True  # compute-bound trigger also counts the next prefill
     chunked_prefill: bool = False  # run on Sarathi-style mixed iterations instead of vLLM 0.6's
 
 
@@ -68,6 +70,7 @@ class AndesPolicy:
         self.chunked_prefill = self.config.chunked_prefill
         self.name = name
         self.solves = 0
+        self.solve_times: list[float] = []  # measured for reports only; never read by decide()
         self._victims: list[str] = []
 
     # -- when to solve -----------------------------------------------------------------
@@ -81,6 +84,9 @@ class AndesPolicy:
         s_max = max(r.tokens_per_s for r in (*view.running, *view.waiting, *view.swapped))
         ctx = sum(r.context_len for r in view.running)
         predicted = float(view.latency.decode_time(len(view.running), ctx))
+        if self.config.predict_prefill_stall and view.waiting:
+            # admitting the head of the queue stalls every running stream for its prefill
+            predicted = max(predicted, float(view.latency.prefill_time(view.waiting[0].to_compute)))
         return max(predicted, view.token_interval_s) > 1.0 / s_max
 
     def decide(self, view: SchedulerView) -> Decision:
@@ -93,7 +99,10 @@ class AndesPolicy:
             order = [victims[i] for i in self._victims if i in victims]
             return Decision(admit=[], victims=order or newest_first(view))
         self.solves += 1
-        return self._solve(view)
+        start = time.perf_counter()
+        decision = self._solve(view)
+        self.solve_times.append(time.perf_counter() - start)
+        return decision
 
     # -- the knapsack ------------------------------------------------------------------
     def _solve(self, view: SchedulerView) -> Decision:

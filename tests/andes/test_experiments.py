@@ -1,0 +1,98 @@
+"""The paper's trends, reproduced in quick mode (full mode runs in `make bench`).
+
+Each experiment runs once per session into a shared folder, so experiments that share
+simulation points reuse them from the sweep cache.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kairos.experiments import ExperimentContext, get_experiment
+
+AT_OR_ABOVE_DEFAULT = 2.0
+
+
+@pytest.fixture(scope="session")
+def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("andes-experiments")
+
+
+def run_quick(name: str, out: Path) -> list[dict[str, Any]]:
+    exp = get_experiment("andes", name)
+    ctx = ExperimentContext(out_dir=out / "andes" / name, jobs=2, progress=False)
+    rows: list[dict[str, Any]] = exp.run(exp.config(quick=True), ctx)
+    assert (ctx.out_dir / f"{name}.json").is_file() and (ctx.out_dir / f"{name}.csv").is_file()
+    assert list(ctx.out_dir.glob("*.png")), f"{name} wrote no plot"
+    return rows
+
+
+def _by(rows: list[dict[str, Any]], axis: str) -> dict[tuple[Any, str], dict[str, Any]]:
+    return {(r[axis], r["policy"]): r for r in rows}
+
+
+def test_e1_qoe_cases_order_as_in_figure_5(results_dir: Path) -> None:
+    rows = {r["case"][:3]: r["qoe"] for r in run_quick("e1", results_dir)}
+    assert rows["(a)"] == 1.0 > rows["(d)"] > max(rows["(b)"], rows["(c)"])
+
+
+def test_e2_andes_beats_every_baseline_under_bursts(results_dir: Path) -> None:
+    rows = run_quick("e2", results_dir)
+    by = _by(rows, "intensity")
+    intensities = sorted({r["intensity"] for r in rows})
+    for h in intensities:
+        if h < AT_OR_ABOVE_DEFAULT:
+            continue
+        andes = by[(h, "andes")]["avg_qoe"]
+        for base in ("fcfs", "sarathi", "lqsf"):
+            assert andes > by[(h, base)]["avg_qoe"], (h, base, andes, by[(h, base)]["avg_qoe"])
+    top = intensities[-1]
+    ratio = by[(top, "andes")]["avg_qoe"] / by[(top, "fcfs")]["avg_qoe"]
+    assert ratio >= 2.0, f"andes/fcfs at intensity {top} is {ratio:.2f}"
+
+
+def test_e3_andes_beats_every_baseline_at_default_duration_and_above(results_dir: Path) -> None:
+    rows = run_quick("e3", results_dir)
+    by = _by(rows, "duration")
+    for w in sorted({r["duration"] for r in rows}):
+        if w < 0.35:
+            continue
+        for base in ("fcfs", "sarathi", "lqsf"):
+            assert by[(w, "andes")]["avg_qoe"] > by[(w, base)]["avg_qoe"], (w, base)
+
+
+def test_capacity_andes_at_or_above_fcfs_in_every_cell(results_dir: Path) -> None:
+    rows = run_quick("capacity", results_dir)
+    assert {r["target"] for r in rows} == {0.95, 0.96, 0.97, 0.98, 0.99}
+    for r in rows:
+        assert r["fcfs_req_s"] == r["fcfs_req_s"], f"fcfs never reached {r['target']}"
+        assert r["andes_req_s"] >= r["fcfs_req_s"], r
+    gain_095 = next(r["gain"] for r in rows if r["target"] == 0.95)
+    assert gain_095 >= 1.1, f"capacity gain at QoE 0.95 is {gain_095:.3f}"
+
+
+def test_e4_real_trace_more_requests_reach_high_qoe(results_dir: Path) -> None:
+    rows = {r["policy"]: r for r in run_quick("e4", results_dir)}
+    fcfs, andes = rows["fcfs"], rows["andes"]
+    assert andes["share_qoe_095"] > fcfs["share_qoe_095"]
+    assert andes["avg_ttft"] < fcfs["avg_ttft"]
+    assert abs(andes["avg_tds"] / fcfs["avg_tds"] - 1.0) <= 0.10
+
+
+def test_e5_refiner_ablation(results_dir: Path) -> None:
+    """Without the refiner QoE falls as bursts grow longer, and at every duration the refiner
+    gives fewer preemptions per request and a higher average QoE. (The paper also reports
+    preemptions per request rising with duration without the refiner; our guards keep them
+    flat, see docs/andes.md.)"""
+    rows = run_quick("e5", results_dir)
+    bare = sorted(
+        (r for r in rows if r["policy"] == "andes-no-refiner"), key=lambda r: r["duration"]
+    )
+    full = {r["duration"]: r for r in rows if r["policy"] == "andes"}
+    assert bare[-1]["avg_qoe"] < bare[0]["avg_qoe"]
+    for r in bare:
+        assert full[r["duration"]]["avg_qoe"] > r["avg_qoe"]
+        assert full[r["duration"]]["preemptions_per_request"] < r["preemptions_per_request"]
