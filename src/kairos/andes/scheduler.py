@@ -102,8 +102,23 @@ class Scheduler:
         return len(self.running) + len(self._preempted) + len(self._new) + len(self.swapped)
 
     def add_request(self, request: Request) -> None:
+        """Queue a request; one that could never run is refused here, never accepted and lost."""
         if request.request_id in self.requests:
             raise ValueError(f"duplicate request id {request.request_id!r}")
+        room = (self.blocks.gpu.num_blocks - self._reserve()) * self.blocks.block_size
+        if request.prompt_len + 1 > room:
+            raise ValueError(
+                f"request {request.request_id}: prompt of {request.prompt_len} tokens does not "
+                f"fit the KV cache ({room} tokens)"
+            )
+        if (
+            not self.policy.chunked_prefill
+            and request.prompt_len > self.config.max_num_batched_tokens
+        ):
+            raise ValueError(
+                f"request {request.request_id}: prompt of {request.prompt_len} tokens exceeds "
+                f"max_num_batched_tokens={self.config.max_num_batched_tokens}"
+            )
         self.requests[request.request_id] = request
         self._new[request.request_id] = request
 
@@ -220,7 +235,8 @@ class Scheduler:
             scheduled.add(r.request_id)
             steps.append(ScheduledStep(r, 1, True))
         if self.policy.chunked_prefill:
-            budget = self.config.chunk_size - len(steps)
+            chunk = getattr(self.policy, "chunk_size", None) or self.config.chunk_size
+            budget = chunk - len(steps)
             for r in sorted(prefilling, key=lambda x: x.admitted_seq):
                 if budget <= 0 or r.status is not Status.RUNNING:
                     continue
@@ -241,6 +257,11 @@ class Scheduler:
                 for v in order
                 if v.status is Status.RUNNING and v.request_id not in scheduled and v is not r
             ]
+            if not candidates and len(self.running) == 1:
+                # alone and still no room: the context outgrew the whole cache; stop it
+                # rather than preempt and re-admit it forever
+                self.finish_requests([r.request_id], r.token_times[-1], "length")
+                return False
             victim = candidates[0] if candidates else r
             self._preempt(victim, PreemptMode.RECOMPUTE, out)
             if victim is r:

@@ -169,13 +169,15 @@ class Simulator:
         unfinished = [r for r in self._requests if r.status is not Status.FINISHED]
         for r in unfinished:  # a horizon cut the run short: score what was delivered
             r.finish_time = self.loop.now
+        done = [r.finish_time for r in self._requests if r.status is Status.FINISHED]
+        end = self.loop.now if unfinished or not done else max(done)
         return SimulationResult(
             requests=self._requests,
             output_lens=self._output_lens,
             stats=self._stats,
             iterations=self.scheduler.iteration,
             decision_s=self._decision_s,
-            end_time=self.loop.now,
+            end_time=end,
         )
 
 

@@ -58,7 +58,7 @@ class AndesConfig(BaseModel):
     slack_cap: bool = True
     running_bonus: float = Field(0.1, ge=0)
     refiner: bool = True
-    max_b_candidates: PositiveInt = 48
+    max_b_candidates: int = Field(48, ge=2)
     dp_memory_units: PositiveInt = 256  # the DP's memory axis, quantised (cost is O(N*B*units))
     predict_prefill_stall: bool = True  # compute-bound trigger also counts the next prefill
     chunked_prefill: bool = False  # run on Sarathi-style mixed iterations instead of vLLM 0.6's

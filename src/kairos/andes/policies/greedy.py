@@ -51,6 +51,7 @@ def candidate_batches(b_min: int, b_max: int, limit: int, keep: int | None = Non
     of them (with both ends and `keep`, e.g. the current batch size)."""
     if b_max < b_min:
         return np.empty(0, dtype=np.int64)
+    limit = max(limit, 2)
     if b_max - b_min + 1 <= limit:
         return np.arange(b_min, b_max + 1)
     grid = np.unique(np.rint(np.linspace(b_min, b_max, limit)).astype(np.int64))

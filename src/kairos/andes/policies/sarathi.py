@@ -15,8 +15,9 @@ class SarathiPolicy:
     name = "sarathi"
     chunked_prefill = True
 
-    def __init__(self, chunk_size: int = 512) -> None:
-        if chunk_size < 1:
+    def __init__(self, chunk_size: int | None = None) -> None:
+        """`chunk_size` overrides the scheduler's `SchedulerConfig.chunk_size` when given."""
+        if chunk_size is not None and chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
         self.chunk_size = chunk_size
 

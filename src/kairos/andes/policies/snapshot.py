@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from kairos.andes.gain import StreamState
-from kairos.andes.kv_blocks import blocks_for
 from kairos.andes.policies.base import SchedulerView
 from kairos.andes.request import Request, Status
 
@@ -35,32 +34,48 @@ def take_snapshot(view: SchedulerView, prefer_swap: bool) -> Snapshot:
     reqs = [*view.running, *view.swapped, *view.waiting]
     n = len(reqs)
     lat = view.latency
-    status = np.fromiter((r.status for r in reqs), dtype=np.int64, count=n)
-    ctx = np.fromiter((r.context_len for r in reqs), dtype=np.float64, count=n)
+    # one pass over the Python objects, then everything is numpy
+    table = np.array(
+        [
+            (
+                r.status,
+                r.prompt_len + r.generated,
+                r.computed,
+                q.arrival,
+                q.ttft,
+                q.speed,
+                q.k,
+                q.lag,
+                q.lag_sum,
+                r.max_tokens - r.generated,
+            )
+            for r in reqs
+            for q in (r.qoe,)
+        ],
+        dtype=np.float64,
+    ).reshape(n, 10)
+    status, ctx, computed = table[:, 0], table[:, 1], table[:, 2]
     running = status == Status.RUNNING
     swapped = status == Status.SWAPPED
     state = StreamState(
-        arrival=np.fromiter((r.qoe.arrival for r in reqs), dtype=np.float64, count=n),
-        ttft=np.fromiter((r.qoe.ttft for r in reqs), dtype=np.float64, count=n),
-        speed=np.fromiter((r.qoe.speed for r in reqs), dtype=np.float64, count=n),
-        delivered=np.fromiter((r.qoe.k for r in reqs), dtype=np.float64, count=n),
-        lag=np.fromiter((r.qoe.lag for r in reqs), dtype=np.float64, count=n),
-        lag_sum=np.fromiter((r.qoe.lag_sum for r in reqs), dtype=np.float64, count=n),
-        remaining_cap=np.fromiter((r.remaining_cap for r in reqs), dtype=np.float64, count=n),
+        arrival=table[:, 3],
+        ttft=table[:, 4],
+        speed=table[:, 5],
+        delivered=table[:, 6],
+        lag=table[:, 7],
+        lag_sum=table[:, 8],
+        remaining_cap=table[:, 9],
     )
-    to_compute = np.fromiter((r.to_compute for r in reqs), dtype=np.float64, count=n)
     swap_t = lat.swap_time(ctx)
     recompute_t = lat.prefill_time(ctx)
-    start = np.where(running, 0.0, np.where(swapped, swap_t, lat.prefill_time(to_compute)))
-    use_swap = prefer_swap & (swap_t < recompute_t) if prefer_swap else np.zeros(n, dtype=bool)
+    start = np.where(running, 0.0, np.where(swapped, swap_t, lat.prefill_time(ctx - computed)))
+    use_swap = (swap_t < recompute_t) if prefer_swap else np.zeros(n, dtype=bool)
     return Snapshot(
         requests=reqs,
         state=state,
         running=running,
         swapped=swapped,
-        blocks=np.fromiter(
-            (blocks_for(int(c) + 1, view.block_size) for c in ctx), dtype=np.int64, count=n
-        ),
+        blocks=-(-(ctx.astype(np.int64) + 1) // view.block_size),
         context=ctx,
         start_delay=start,
         needs_decode=running | swapped,
