@@ -10,7 +10,11 @@ from typing import Any
 
 from kairos.report import print_table, write_result
 
-MODULES = ["benchmarks.bench_event_loop", "benchmarks.bench_andes"]
+MODULES = [
+    "benchmarks.bench_event_loop",
+    "benchmarks.bench_andes",
+    "benchmarks.bench_andes_experiments",
+]
 
 
 def main() -> None:

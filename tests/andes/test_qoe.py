@@ -232,3 +232,22 @@ def test_stream_metrics_and_silence() -> None:
     assert silence_ratio([1.0, 2.0, 3.0], 0.0, 1.0, 1.0) == pytest.approx(1 / 4)
     # a 5 s pause mid-stream adds 5 s of silence
     assert silence_ratio([1.0, 2.0, 8.0], 0.0, 1.0, 1.0) == pytest.approx(6 / 9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(times=timelines, p=params, now_off=st.floats(0.0, 20.0), dt=st.floats(0.1, 30.0))
+def test_wait_shortcut_equals_the_general_estimate(
+    times: list[float], p: tuple[float, float, float], now_off: float, dt: float
+) -> None:
+    from kairos.andes.gain import qoe_if_waiting
+
+    a, ttft, s = p
+    tracker = QoETracker(a, ttft, s)
+    for x in times:
+        tracker.deliver(x)
+    horizon = (times[-1] if times else 0.0) + now_off + dt
+    general = qoe_at_horizon(_state(tracker), horizon, np.array([[np.inf]]), np.ones((1, 1)))
+    fast = qoe_if_waiting(_state(tracker), horizon)
+    assert np.allclose(general, fast, equal_nan=True, atol=1e-12)
+    if not np.isnan(fast[0, 0]):
+        assert fast[0, 0] == pytest.approx(qoe_at(times, a, ttft, s, t=horizon, finished=False))

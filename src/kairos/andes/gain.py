@@ -97,6 +97,20 @@ def qoe_at_horizon(
     return np.where(open_, q, np.nan)
 
 
+def qoe_if_waiting(state: StreamState, horizon: float | np.ndarray) -> np.ndarray:
+    """`qoe_at_horizon` with no new token (the Q_wait case), without the serve arithmetic."""
+    k = state.delivered[:, None]
+    s = state.speed[:, None]
+    m_h = state.due(horizon)
+    m_h = m_h[:, None] if m_h.ndim == 1 else m_h
+    undelivered = m_h - k
+    ideal_next = (state.arrival + state.ttft)[:, None] + k / s
+    tail = np.maximum(state.lag[:, None], horizon - ideal_next)
+    q = closed_form_qoe(m_h, tail, state.lag_sum[:, None] + undelivered * tail, s)
+    q = np.where(k == 0, 0.0, q)
+    return np.where(undelivered > 0, q, np.nan)
+
+
 def serve_wait_gain(
     state: StreamState,
     now: float,
@@ -116,6 +130,6 @@ def serve_wait_gain(
     tau = np.atleast_1d(np.asarray(tau, dtype=np.float64))[None, :]
     first = now + start_delay[:, None] + np.where(needs_decode[:, None], tau, 0.0)
     q_serve = qoe_at_horizon(state, horizon, first, tau)
-    q_wait = qoe_at_horizon(state, horizon, np.full((len(state), 1), np.inf), np.ones((1, 1)))[:, 0]
+    q_wait = qoe_if_waiting(state, horizon)[:, 0]
     gain = np.nan_to_num(q_serve - q_wait[:, None], nan=0.0)
     return np.maximum(gain, 0.0), q_serve, q_wait

@@ -7,6 +7,7 @@ reports when a request finishes. Policies can only use `max_tokens` as an upper 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -37,6 +38,8 @@ class Request:
     finish_time: float = math.nan
     finish_reason: str = ""
     qoe: QoETracker = field(init=False)
+    # told about every delivered token (the scheduler's numpy mirror listens here)
+    on_change: Callable[[Request], None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.prompt_len < 1:
@@ -68,3 +71,5 @@ class Request:
         self.generated += 1
         self.token_times.append(t)
         self.qoe.deliver(t)
+        if self.on_change is not None:
+            self.on_change(self)

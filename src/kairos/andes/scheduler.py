@@ -25,6 +25,7 @@ from kairos.andes.kv_blocks import BlockManager
 from kairos.andes.latency import LatencyModel
 from kairos.andes.policies.base import Decision, Policy, PreemptMode, SchedulerView
 from kairos.andes.request import Request, Status
+from kairos.andes.request_table import RequestTable
 
 
 class SchedulerConfig(BaseModel):
@@ -86,6 +87,7 @@ class Scheduler:
         self._preempted: dict[str, Request] = {}  # recompute-preempted: front of the queue
         self._new: dict[str, Request] = {}  # never run: arrival order
         self.swapped: dict[str, Request] = {}
+        self.table = RequestTable()
         self.iteration = 0
         self._admissions = 0
         # (time, produced decode tokens?) of recent iterations: the token latency running
@@ -121,6 +123,8 @@ class Scheduler:
             )
         self.requests[request.request_id] = request
         self._new[request.request_id] = request
+        self.table.add(request)
+        request.on_change = self.table.touch
 
     def finish_requests(
         self, request_ids: Iterable[str], now: float, reason: str = "abort"
@@ -139,6 +143,7 @@ class Scheduler:
             r.status = Status.FINISHED
             r.finish_time = now
             r.finish_reason = reason
+            self.table.remove(rid)
 
     def view(self, now: float) -> SchedulerView:
         return SchedulerView(
@@ -156,6 +161,7 @@ class Scheduler:
             max_num_batched_tokens=self.config.max_num_batched_tokens,
             watermark_blocks=self._reserve(),
             token_interval_s=self.token_interval(now),
+            table=self.table,
         )
 
     def token_interval(self, now: float) -> float:
@@ -212,6 +218,7 @@ class Scheduler:
                 break
 
     def _start(self, r: Request) -> None:
+        self.table.touch(r)
         r.status = Status.RUNNING
         r.admitted_seq = self._admissions
         self._admissions += 1
@@ -274,6 +281,7 @@ class Scheduler:
     def _preempt(self, r: Request, mode: PreemptMode, out: SchedulerOutput) -> None:
         rid = r.request_id
         self.running.remove(r)
+        self.table.touch(r)
         r.preemptions += 1
         if mode is PreemptMode.SWAP and self.blocks.can_swap_out(rid):
             out.swap_out.append((r, self.blocks.swap_out(rid)))
@@ -301,6 +309,7 @@ class Scheduler:
             if r.status is not Status.RUNNING:
                 continue
             r.computed += step.tokens
+            self.table.touch(r)
             if step.samples:
                 r.deliver(now)
                 reason = (

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from kairos.andes.latency import LatencyModel
 from kairos.andes.request import Request
+from kairos.andes.request_table import RequestTable
 
 
 class PreemptMode(StrEnum):
@@ -39,6 +40,7 @@ class SchedulerView:
     max_num_batched_tokens: int
     watermark_blocks: int
     token_interval_s: float = 0.0  # observed time per decode step for running streams, recently
+    table: RequestTable | None = None  # numpy mirror of the requests' state (fast snapshots)
 
     @property
     def used_fraction(self) -> float:

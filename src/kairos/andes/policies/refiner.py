@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kairos.andes.gain import StreamState, qoe_at_horizon
+from kairos.andes.gain import StreamState, qoe_at_horizon, qoe_if_waiting
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ def stall_losses(state: StreamState, now: float, stalls: np.ndarray, tau: float)
     n = len(state)
     horizon = now + np.asarray(stalls, dtype=np.float64)[None, :]
     serve = qoe_at_horizon(state, horizon, np.full((n, 1), now + tau), np.array([[tau]]))
-    wait = qoe_at_horizon(state, horizon, np.full((n, 1), np.inf), np.ones((1, 1)))
+    wait = qoe_if_waiting(state, horizon)
     loss = np.nan_to_num(serve - wait, nan=0.0)
     return np.where(horizon > now, np.maximum(loss, 0.0), 0.0)
 
@@ -57,11 +57,13 @@ def refine(
     The victims and stall of each step do not depend on the losses, so the whole walk is
     planned first and the losses of every step are evaluated in one vectorised call.
     """
-    victims_pool = sorted(preempt, key=lambda i: priority[i])  # lowest priority first
+    pool = np.asarray(preempt, dtype=np.int64)
+    victims_pool = pool[np.argsort(priority[pool], kind="stable")].tolist()  # lowest first
     free = free_blocks
     plan: list[tuple[int, list[int]]] = []
     extras: list[float] = []
-    for a in sorted(admit, key=lambda i: -priority[i]):
+    cands = np.asarray(admit, dtype=np.int64)
+    for a in cands[np.argsort(-priority[cands], kind="stable")].tolist():
         chosen: list[int] = []
         freed = 0
         for v in victims_pool:

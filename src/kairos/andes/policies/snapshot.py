@@ -8,6 +8,7 @@ bias toward keeping running requests running.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -35,25 +36,16 @@ def take_snapshot(view: SchedulerView, prefer_swap: bool) -> Snapshot:
     n = len(reqs)
     lat = view.latency
     # one pass over the Python objects, then everything is numpy
-    table = np.array(
-        [
-            (
-                r.status,
-                r.prompt_len + r.generated,
-                r.computed,
-                q.arrival,
-                q.ttft,
-                q.speed,
-                q.k,
-                q.lag,
-                q.lag_sum,
-                r.max_tokens - r.generated,
-            )
+    if view.table is not None:
+        table = view.table.rows(reqs)
+    else:  # a hand-built view: read the objects
+        fields = chain.from_iterable(
+            (r.status, r.prompt_len + r.generated, r.computed, q.arrival, q.ttft, q.speed,
+             q.k, q.lag, q.lag_sum, r.max_tokens - r.generated)
             for r in reqs
             for q in (r.qoe,)
-        ],
-        dtype=np.float64,
-    ).reshape(n, 10)
+        )  # fmt: skip
+        table = np.fromiter(fields, dtype=np.float64, count=n * 10).reshape(n, 10)
     status, ctx, computed = table[:, 0], table[:, 1], table[:, 2]
     running = status == Status.RUNNING
     swapped = status == Status.SWAPPED
