@@ -87,3 +87,23 @@ def test_a_torn_cache_file_is_recomputed(tmp_path: Path) -> None:
 def test_bad_point_is_rejected_before_anything_runs() -> None:
     with pytest.raises(ValueError, match="x"):
         Sweep(noisy_mean, PointConfig(), [{"x": "not a number"}], progress=False)
+
+
+def test_ray_sweep_equals_serial_sweep(tmp_path: Path) -> None:
+    """`--ray ADDRESS` path, on a local single-node Ray cluster started for the test."""
+    import ray  # the `tune` extra, which make test installs
+
+    points = grid(x=[0.0, 1.0, 2.0], seed=[3])
+    serial = Sweep(noisy_mean, PointConfig(), points, progress=False).run()
+    try:
+        on_ray = Sweep(
+            noisy_mean,
+            PointConfig(),
+            points,
+            ray_address="local",
+            progress=False,
+            cache_dir=tmp_path / "cache",
+        )
+        assert on_ray.run() == serial and on_ray.computed == 3
+    finally:
+        ray.shutdown()

@@ -159,7 +159,13 @@ class Sweep(Generic[C]):
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise RuntimeError("--ray needs Ray: pip install 'kairos[tune]'") from exc
         if not ray.is_initialized():
-            ray.init(address=self.ray_address, ignore_reinit_error=True, log_to_driver=False)
+            ray.init(
+                address=self.ray_address,
+                ignore_reinit_error=True,
+                log_to_driver=False,
+                include_dashboard=False,
+                num_cpus=None if self.ray_address != "local" else self.jobs,
+            )
         remote = ray.remote(self.fn)
         refs = {remote.remote(self.configs[i]): i for i in todo}
         while refs:
