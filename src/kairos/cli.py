@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 import kairos
+from kairos.cli_utils import parse_assignments
 from kairos.experiments import ExperimentContext, get_experiment, list_experiments
 from kairos.report import print_table, write_result
 
@@ -43,19 +43,6 @@ def main(
     ] = False,
 ) -> None:
     """kairos: application-aware schedulers for machine-learning systems."""
-
-
-def _parse_set(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(f"--set takes KEY=VALUE, got {pair!r}")
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
-    return out
 
 
 def system_group(system: str) -> typer.Typer:
@@ -94,7 +81,7 @@ def system_group(system: str) -> typer.Typer:
             exp = get_experiment(system, name)
         except KeyError as exc:
             raise typer.BadParameter(str(exc.args[0])) from None
-        cfg = exp.config(quick=quick, overrides=_parse_set(set_ or []))
+        cfg = exp.config(quick=quick, overrides=parse_assignments(set_, "--set"))
         ctx = ExperimentContext(
             out_dir=out / system / name, jobs=jobs, ray_address=ray, cache=not no_cache
         )

@@ -3,28 +3,21 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
+from kairos.cli_utils import parse_assignments
+
 console = Console()
 
 
 def _andes_overrides(horizon: float | None, extra: list[str] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    out = parse_assignments(extra, "--andes")
     if horizon is not None:
         out["horizon_s"] = horizon
-    for pair in extra or []:
-        key, sep, raw = pair.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"--andes takes KEY=VALUE, got {pair!r}")
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
     return out
 
 
