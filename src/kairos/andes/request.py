@@ -33,6 +33,7 @@ class Request:
     generated: int = 0  # output tokens produced so far
     computed: int = 0  # context tokens whose KV is in the cache (prefill progress)
     admitted_seq: int = -1  # admission order, for newest-first victim selection
+    admitted_at: float = math.nan  # when it last started running (admission or restore)
     preemptions: int = 0
     token_times: list[float] = field(default_factory=list)
     finish_time: float = math.nan

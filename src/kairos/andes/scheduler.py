@@ -89,6 +89,7 @@ class Scheduler:
         self.swapped: dict[str, Request] = {}
         self.table = RequestTable()
         self.iteration = 0
+        self._now = 0.0
         self._admissions = 0
         # (time, produced decode tokens?) of recent iterations: the token latency running
         # streams actually see, prefill stalls included (the paper's compute-bound trigger)
@@ -184,6 +185,7 @@ class Scheduler:
         for r, mode in decision.preempt:
             if r.status is Status.RUNNING:
                 self._preempt(r, mode, out)
+        self._now = now
         self._admit(decision, out)
         self._compose(decision, out)
         if out.steps:
@@ -219,6 +221,7 @@ class Scheduler:
 
     def _start(self, r: Request) -> None:
         self.table.touch(r)
+        r.admitted_at = self._now
         r.status = Status.RUNNING
         r.admitted_seq = self._admissions
         self._admissions += 1
@@ -236,7 +239,7 @@ class Scheduler:
         for r in sorted(decoding, key=lambda x: x.admitted_seq):
             if r.status is not Status.RUNNING:
                 continue  # evicted as a victim of an earlier request this iteration
-            if not self._make_room(r, victims, scheduled, out):
+            if not self._make_room(r, victims, scheduled, out, decision.victim_mode):
                 continue  # it evicted itself
             self.blocks.grow(r.request_id, r.context_len)
             scheduled.add(r.request_id)
@@ -253,7 +256,12 @@ class Scheduler:
         out.steps = steps
 
     def _make_room(
-        self, r: Request, victims: list[Request] | None, scheduled: set[str], out: SchedulerOutput
+        self,
+        r: Request,
+        victims: list[Request] | None,
+        scheduled: set[str],
+        out: SchedulerOutput,
+        mode: PreemptMode = PreemptMode.RECOMPUTE,
     ) -> bool:
         """Evict victims until `r` can hold its next token; False if `r` itself was evicted."""
         rid = r.request_id
@@ -270,7 +278,7 @@ class Scheduler:
                 self.finish_requests([r.request_id], r.token_times[-1], "length")
                 return False
             victim = candidates[0] if candidates else r
-            self._preempt(victim, PreemptMode.RECOMPUTE, out)
+            self._preempt(victim, mode, out)
             if victim is r:
                 return False
         return True

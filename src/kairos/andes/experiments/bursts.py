@@ -85,7 +85,7 @@ def _ratios(
 
 class CapacityConfig(BaseModel):
     profiles: list[str] = ALL_PROFILES
-    load_factors: list[float] = [0.05, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.4]
+    load_factors: list[float] = [0.05, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8]
     targets: list[float] = [0.95, 0.96, 0.97, 0.98, 0.99]
     policies: list[str] = ["fcfs", "andes"]
     seeds: list[int] = [0]
@@ -232,6 +232,7 @@ GUARDS: dict[str, dict[str, Any]] = {
     "prefer_swap": {"prefer_swap": False},
     "slack_cap": {"slack_cap": False},
     "running_bonus": {"running_bonus": 0.0},
+    "min_residency": {"min_residency_s": 0.0},
 }
 
 

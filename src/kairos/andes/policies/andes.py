@@ -35,7 +35,7 @@ from kairos.andes.policies.base import (
 )
 from kairos.andes.policies.exact import solve_exact_all
 from kairos.andes.policies.greedy import Packing, batch_bounds, candidate_batches, greedy_pack
-from kairos.andes.policies.refiner import refine
+from kairos.andes.policies.refiner import VictimCost, refine
 from kairos.andes.policies.snapshot import Snapshot, take_snapshot
 
 Objective = Literal["average", "max_min", "perfect"]
@@ -58,6 +58,11 @@ class AndesConfig(BaseModel):
     slack_cap: bool = True
     running_bonus: float = Field(0.1, ge=0)
     refiner: bool = True
+    # guard: a request (re)started is served for at least this long (None: Δt, the span its
+    # admission was planned for) before it can be preempted again; stops swap ping-pong
+    min_residency_s: float | None = Field(None, ge=0)
+    growth_reserve: bool = False  # pack memory minus one block per request (room to grow)
+    count_restore_cost: bool = True  # refiner charges victims' restore too (the paper: not)
     max_b_candidates: int = Field(48, ge=2)
     dp_memory_units: PositiveInt = 256  # the DP's memory axis, quantised (cost is O(N*B*units))
     predict_prefill_stall: bool = True  # compute-bound trigger also counts the next prefill
@@ -108,7 +113,11 @@ class AndesPolicy:
     def _solve(self, view: SchedulerView) -> Decision:
         cfg = self.config
         snap = take_snapshot(view, cfg.prefer_swap)
+        # leave every ongoing request one block to grow into before the next solve, or the
+        # packed batch overflows at once and the mechanism evicts by force
         capacity = view.total_blocks - view.watermark_blocks
+        if cfg.growth_reserve:
+            capacity -= min(len(snap.requests), view.max_num_seqs)
         mean_ctx = float(snap.context.mean())
 
         def tau(sizes: np.ndarray) -> np.ndarray:
@@ -133,6 +142,10 @@ class AndesPolicy:
         preempt: list[int] = np.flatnonzero(~packing.selected & snap.running).tolist()
         if cfg.preempt_only_buffered:
             preempt = [i for i in preempt if gain[i, j] <= cfg.buffered_eps]
+        residency = cfg.horizon_s if cfg.min_residency_s is None else cfg.min_residency_s
+        if residency > 0:
+            reqs = snap.requests
+            preempt = [i for i in preempt if view.now - reqs[i].admitted_at >= residency]
         if cfg.slack_cap and preempt and admit:
             preempt = self._cap_by_slack(snap, view.now, preempt, admit)
         if cfg.refiner:
@@ -144,7 +157,14 @@ class AndesPolicy:
                 chosen_priority,
                 snap.blocks,
                 snap.start_delay,
-                snap.preempt_cost,
+                VictimCost(
+                    snap.swap_cost,
+                    snap.recompute_cost,
+                    snap.restore_mode_swap,
+                    snap.blocks,
+                    snap.cpu_blocks_free,
+                    cfg.count_restore_cost,
+                ),
                 snap.running,
                 admit,
                 preempt,
@@ -166,6 +186,7 @@ class AndesPolicy:
             ],
             victims=[snap.requests[i] for i in victim_idx],
             stop_at_first_misfit=cfg.on_misfit == "stop",
+            victim_mode=PreemptMode.SWAP if cfg.prefer_swap else PreemptMode.RECOMPUTE,
         )
 
     def _objective_value(

@@ -62,6 +62,7 @@ class Decision:
     preempt: list[tuple[Request, PreemptMode]] = field(default_factory=list)
     victims: list[Request] | None = None
     stop_at_first_misfit: bool = True
+    victim_mode: PreemptMode = PreemptMode.RECOMPUTE  # swap falls back to recompute when full
 
 
 class Policy(Protocol):

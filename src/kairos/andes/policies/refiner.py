@@ -22,6 +22,30 @@ import numpy as np
 from kairos.andes.gain import StreamState, qoe_at_horizon, qoe_if_waiting
 
 
+@dataclass
+class VictimCost:
+    """What preempting a request really costs the engine: a swap out now and back in later,
+    or, when swapping is not chosen or the swap pool is full, a full recompute later.
+
+    The paper counts only the cost paid at preemption time (0 for recompute). The restore is
+    paid too, as a stall for everyone running then, and without it the refiner happily
+    trades cheap-looking recompute preemptions for thrash.
+    """
+
+    swap: np.ndarray
+    recompute: np.ndarray
+    use_swap: np.ndarray
+    blocks: np.ndarray
+    cpu_free: int
+    round_trip: bool = True
+
+    def take(self, i: int) -> float:
+        if self.use_swap[i] and self.blocks[i] <= self.cpu_free:
+            self.cpu_free -= int(self.blocks[i])
+            return float(self.swap[i]) * (2.0 if self.round_trip else 1.0)
+        return float(self.recompute[i]) if self.round_trip else 0.0
+
+
 @dataclass(frozen=True)
 class Refinement:
     admit: list[int]
@@ -46,7 +70,7 @@ def refine(
     priority: np.ndarray,
     blocks: np.ndarray,
     start_delay: np.ndarray,
-    preempt_cost: np.ndarray,
+    victim_cost: VictimCost,
     running: np.ndarray,
     admit: list[int],
     preempt: list[int],
@@ -74,7 +98,7 @@ def refine(
         if free + freed < blocks[a]:
             break  # even preempting every candidate would not make room
         plan.append((a, chosen))
-        extras.append(float(start_delay[a] + preempt_cost[chosen].sum()))
+        extras.append(float(start_delay[a]) + sum(victim_cost.take(v) for v in chosen))
         free += freed - int(blocks[a])
         victims_pool = [v for v in victims_pool if v not in chosen]
     if not plan:

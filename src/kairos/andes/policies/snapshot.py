@@ -28,7 +28,9 @@ class Snapshot:
     start_delay: np.ndarray  # seconds before the next token can be produced
     needs_decode: np.ndarray  # bool: the next token needs a decode step after the delay
     restore_mode_swap: np.ndarray  # bool: preempting this request would swap (cheaper)
-    preempt_cost: np.ndarray  # seconds the preemption itself costs (swap-out; 0 for recompute)
+    swap_cost: np.ndarray  # seconds to swap this request's KV one way
+    recompute_cost: np.ndarray  # seconds to rebuild its KV by a prefill
+    cpu_blocks_free: int  # room in the swap pool now
 
 
 def take_snapshot(view: SchedulerView, prefer_swap: bool) -> Snapshot:
@@ -72,5 +74,7 @@ def take_snapshot(view: SchedulerView, prefer_swap: bool) -> Snapshot:
         start_delay=start,
         needs_decode=running | swapped,
         restore_mode_swap=np.asarray(use_swap, dtype=bool),
-        preempt_cost=np.where(use_swap, swap_t, 0.0),
+        swap_cost=swap_t,
+        recompute_cost=recompute_t,
+        cpu_blocks_free=view.free_cpu_blocks,
     )
