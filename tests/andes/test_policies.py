@@ -270,7 +270,10 @@ def test_andes_preempts_a_buffered_request_for_an_overdue_one(solver: str) -> No
     # B is overdue: 5 tokens due at `now`, none delivered
     assert due_tokens(now, b.arrival, b.ttft_s, b.tokens_per_s) == 5 and b.generated == 0
 
-    policy = AndesPolicy(AndesConfig(solve_every=1, solver=solver))
+    # A has run for 5 s, less than the default residency (Δt = 10 s): the guard keeps it
+    guarded = AndesPolicy(AndesConfig(solve_every=1, solver=solver))
+    assert guarded.decide(sched.view(now)).preempt == []
+    policy = AndesPolicy(AndesConfig(solve_every=1, solver=solver, min_residency_s=0.0))
     sched.policy = policy
     decision = policy.decide(sched.view(now))
     assert policy.solves == 1
