@@ -1,14 +1,16 @@
 """Parameter sweeps that run in parallel, cache every finished point, and resume.
 
 A point is a base config with some fields updated. Its cache key hashes the function's
-qualified name and the point's full config JSON, so a changed parameter never reuses a stale
-result while an interrupted sweep picks up exactly where it stopped. Point functions must be
+qualified name, the point's full config JSON and the kairos source code, so neither a changed
+parameter nor changed code ever reuses a stale result, while an interrupted sweep picks up
+exactly where it stopped. Point functions must be
 module-level (picklable) and deterministic given their config (seeds live in the config), which
 is what makes a parallel sweep equal a serial one.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -39,8 +41,21 @@ def grid(**axes: Iterable[Any]) -> list[dict[str, Any]]:
     return [dict(zip(names, values, strict=True)) for values in itertools.product(*axes.values())]
 
 
+@functools.cache
+def code_fingerprint() -> str:
+    """A hash of the installed kairos sources: a result computed by other code is never reused."""
+    import kairos
+
+    root = Path(kairos.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def point_key(fn: Callable[..., Any], config: BaseModel) -> str:
-    ident = f"{fn.__module__}.{fn.__qualname__}\n{config.model_dump_json()}"
+    ident = f"{fn.__module__}.{fn.__qualname__}\n{config.model_dump_json()}\n{code_fingerprint()}"
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
 
