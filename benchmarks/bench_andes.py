@@ -25,6 +25,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from kairos.andes.capacity import sustainable_rate
 from kairos.andes.kv_blocks import blocks_for
 from kairos.andes.latency import PROFILES, LatencyModel
 from kairos.andes.policies import andes as andes_module
@@ -224,24 +225,12 @@ def decision_time(quick: bool) -> list[dict[str, Any]]:
 
 
 # -- 2. simulator speed --------------------------------------------------------------------
-def sustainable_rate(profile: LatencyModel, trace: Trace) -> float:
-    """Requests/s the profile can serve at steady state, the simple analytic way.
-
-    With mean prompt P and mean output O, a request in flight holds about P + O/2 KV tokens,
-    so memory allows B = min(512, kv_capacity // (P + O/2)) concurrent requests, and a decode
-    iteration at that batch takes tau(B) = decode_time(B, B * (P + O/2)). Each request costs
-    its prefill, P / prefill_throughput with prefill_throughput = P / prefill_time(P), plus
-    its share of O decode iterations, O * tau(B) / B. The rate is the inverse of that cost.
-    It ignores queueing, preemption and prompt-length variance, hence the 0.8 headroom the
-    benchmark applies on top.
-    """
-    mean_prompt = float(np.mean(trace.prompt_tokens))
-    mean_output = float(np.mean(trace.output_tokens))
-    per_request = mean_prompt + mean_output / 2
-    batch = max(1, min(512, int(profile.kv_capacity_tokens // per_request)))
-    tau = float(profile.decode_time(batch, batch * per_request))
-    prefill_throughput = mean_prompt / float(profile.prefill_time(mean_prompt))
-    return 1.0 / (mean_prompt / prefill_throughput + mean_output * tau / batch)
+def trace_rate(profile: LatencyModel, trace: Trace) -> float:
+    """The profile's analytic sustainable rate for this trace's mean lengths (see
+    `kairos.andes.capacity.sustainable_rate`); the benchmark runs at 0.8 of it."""
+    return sustainable_rate(
+        profile, float(np.mean(trace.prompt_tokens)), float(np.mean(trace.output_tokens))
+    )
 
 
 def simulator_speed(quick: bool) -> list[dict[str, Any]]:
@@ -250,7 +239,7 @@ def simulator_speed(quick: bool) -> list[dict[str, Any]]:
     minutes = 15 if quick else 60
     if quick:
         trace = trace.window(0, 900)
-    rate = 0.8 * sustainable_rate(profile, trace)
+    rate = 0.8 * trace_rate(profile, trace)
     trace = trace.with_rate(rate)
     speeds = sample_speeds("reader", len(trace), np.random.default_rng(0))
     budget = SIM_TARGET_S * minutes / 60  # the 2-minute target, pro rata in quick mode
