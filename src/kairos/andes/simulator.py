@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from kairos.andes.latency import LatencyModel
+from kairos.andes.metrics import stream_metrics
 from kairos.andes.policies.base import Policy
 from kairos.andes.qoe import ttft_target
 from kairos.andes.request import Request, Status
@@ -37,17 +38,10 @@ class SimulationResult:
         return np.array([r.qoe.qoe_at(r.finish_time, finished=True) for r in self.requests])
 
     def ttft(self) -> np.ndarray:
-        return np.array(
-            [r.token_times[0] - r.arrival if r.token_times else math.nan for r in self.requests]
-        )
+        return np.array([stream_metrics(r.token_times, r.arrival).ttft for r in self.requests])
 
     def tds(self) -> np.ndarray:
-        out = []
-        for r in self.requests:
-            t = r.token_times
-            span = t[-1] - t[0] if len(t) > 1 else 0.0
-            out.append((len(t) - 1) / span if span > 0 else math.nan)
-        return np.array(out)
+        return np.array([stream_metrics(r.token_times, r.arrival).tds for r in self.requests])
 
     def preemptions(self) -> np.ndarray:
         return np.array([r.preemptions for r in self.requests], dtype=float)
