@@ -18,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
@@ -50,6 +51,11 @@ class SchedulerOutput:
     swap_in: list[tuple[Request, list[tuple[int, int]]]] = field(default_factory=list)
     swap_out: list[tuple[Request, list[tuple[int, int]]]] = field(default_factory=list)
     recomputed: list[Request] = field(default_factory=list)
+    # the swaps above in the order they happened: a block freed by one copy can be the
+    # target of the next, so an engine must replay them in this order
+    block_copies: list[tuple[Literal["out", "in"], list[tuple[int, int]]]] = field(
+        default_factory=list
+    )
     decision_s: float = 0.0  # wall time the policy took
 
     @property
@@ -202,7 +208,9 @@ class Scheduler:
             if r.status is Status.SWAPPED:
                 fits = room and self.blocks.can_swap_in(rid, reserve)
                 if fits:
-                    out.swap_in.append((r, self.blocks.swap_in(rid)))
+                    mapping = self.blocks.swap_in(rid)
+                    out.swap_in.append((r, mapping))
+                    out.block_copies.append(("in", mapping))
                     del self.swapped[rid]
                     self._start(r)
             elif r.status is Status.WAITING:
@@ -292,7 +300,9 @@ class Scheduler:
         self.table.touch(r)
         r.preemptions += 1
         if mode is PreemptMode.SWAP and self.blocks.can_swap_out(rid):
-            out.swap_out.append((r, self.blocks.swap_out(rid)))
+            mapping = self.blocks.swap_out(rid)
+            out.swap_out.append((r, mapping))
+            out.block_copies.append(("out", mapping))
             r.status = Status.SWAPPED
             self.swapped[rid] = r
             return

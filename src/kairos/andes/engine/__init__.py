@@ -1,0 +1,1 @@
+"""The torch serving engine. Import submodules directly; `api` needs no torch."""

@@ -1,0 +1,124 @@
+"""Model and engine configuration.
+
+`ModelConfig` holds the few numbers that define a Llama-architecture decoder (Qwen2 is the
+same shape plus biases on the q/k/v projections); `from_hf` reads them from a Hugging Face
+`config.json`. `EngineConfig` is what a deployment chooses: which model, how much KV cache,
+which policy, which latency profile.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM")
+
+
+class ModelConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    vocab_size: PositiveInt
+    hidden_size: PositiveInt
+    intermediate_size: PositiveInt
+    num_hidden_layers: PositiveInt
+    num_attention_heads: PositiveInt
+    num_key_value_heads: PositiveInt
+    head_dim: PositiveInt
+    max_position_embeddings: PositiveInt = 4096
+    rms_norm_eps: float = Field(1e-6, gt=0)
+    rope_theta: float = Field(10000.0, gt=0)
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False  # Qwen2: bias on q, k and v
+    bos_token_id: int | None = None
+    eos_token_id: int | None = None
+
+    @model_validator(mode="after")
+    def _heads(self) -> ModelConfig:
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(
+                f"num_attention_heads={self.num_attention_heads} is not a multiple of "
+                f"num_key_value_heads={self.num_key_value_heads}"
+            )
+        return self
+
+    @classmethod
+    def from_hf(cls, path: str | Path) -> ModelConfig:
+        """Read a Hugging Face `config.json` of the Llama or Qwen2 family."""
+        raw: dict[str, Any] = json.loads(Path(path).read_text())
+        arch = (raw.get("architectures") or ["LlamaForCausalLM"])[0]
+        if arch not in SUPPORTED_ARCHITECTURES:
+            raise ValueError(
+                f"{path}: architecture {arch!r} is not supported; "
+                f"choose one of {SUPPORTED_ARCHITECTURES}"
+            )
+        if raw.get("rope_scaling"):
+            raise ValueError(f"{path}: rope_scaling is not supported by this engine")
+        heads = int(raw["num_attention_heads"])
+        eos = raw.get("eos_token_id")
+        if isinstance(eos, list):
+            eos = eos[0] if eos else None
+        return cls(
+            vocab_size=raw["vocab_size"],
+            hidden_size=raw["hidden_size"],
+            intermediate_size=raw["intermediate_size"],
+            num_hidden_layers=raw["num_hidden_layers"],
+            num_attention_heads=heads,
+            num_key_value_heads=raw.get("num_key_value_heads", heads),
+            head_dim=raw.get("head_dim") or raw["hidden_size"] // heads,
+            max_position_embeddings=raw.get("max_position_embeddings", 4096),
+            rms_norm_eps=raw.get("rms_norm_eps", 1e-6),
+            rope_theta=raw.get("rope_theta", 10000.0),
+            tie_word_embeddings=raw.get("tie_word_embeddings", False),
+            attention_bias=arch == "Qwen2ForCausalLM" or bool(raw.get("attention_bias", False)),
+            bos_token_id=raw.get("bos_token_id"),
+            eos_token_id=eos,
+        )
+
+
+# The built-in model: small enough to serve on two CPU cores, the same architecture as Llama.
+# Vocabulary: 256 bytes plus <bos>, <eos>, <pad> (see tokenizer.ByteTokenizer).
+BUILTIN_MODEL = ModelConfig(
+    vocab_size=259,
+    hidden_size=256,
+    intermediate_size=688,
+    num_hidden_layers=4,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    head_dim=32,
+    max_position_embeddings=4096,
+    bos_token_id=256,
+    eos_token_id=257,
+)
+BUILTIN_NAME = "kairos-tiny-llama"
+
+
+class EngineConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str | None = None  # a Hugging Face checkpoint directory; None = the built-in model
+    model_name: str | None = None  # the name clients use; defaults to the directory name
+    seed: int = 0  # the built-in model's weights and unseeded sampling
+    device: str = "auto"  # "auto" = cuda when present, else cpu
+    dtype: Literal["auto", "float32", "bfloat16", "float16", "float64"] = "auto"
+    block_size: PositiveInt = 16
+    num_gpu_blocks: PositiveInt = 1024  # KV cache on the device
+    num_cpu_blocks: int = Field(512, ge=0)  # host swap pool
+    max_model_len: PositiveInt = 2048
+    policy: str = "andes"
+    policy_options: dict[str, Any] = Field(default_factory=dict)
+    profile: str | None = None  # fitted profile JSON; None = calibrate at startup
+    max_num_seqs: PositiveInt = 64
+    max_num_batched_tokens: PositiveInt = 4096
+    chunk_size: PositiveInt = 256
+
+    @model_validator(mode="after")
+    def _fits(self) -> EngineConfig:
+        if self.max_model_len > self.num_gpu_blocks * self.block_size:
+            raise ValueError(
+                f"max_model_len={self.max_model_len} exceeds the KV cache "
+                f"({self.num_gpu_blocks} blocks x {self.block_size} tokens)"
+            )
+        return self

@@ -1,0 +1,293 @@
+"""The serving engine: scheduler + model runner + detokenizer, one iteration per `step()`.
+
+Deciding and executing are separate, as in vLLM v1: every iteration asks the scheduler
+(`kairos.andes.scheduler.Scheduler`, driven by the same policy objects as the simulator) what
+to run, executes it on the model, and reports back what happened. The engine owns what the
+scheduler deliberately does not know: token ids, sampling, and when a request stops (EOS,
+stop strings; `max_tokens` is the scheduler's). Time is wall-clock seconds since start, so
+the QoE the policy optimises is the QoE the client sees.
+
+`step()` holds the lock only while the scheduler's state changes (deciding, recording), not
+during the forward pass, so requests can be added or aborted from another thread while the
+model runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from kairos.andes.engine.api import EngineStats, QoESpec, SamplingParams, TokenEvent
+from kairos.andes.engine.config import BUILTIN_NAME, EngineConfig
+from kairos.andes.engine.kv_cache import KVCache
+from kairos.andes.engine.model import LlamaForCausalLM
+from kairos.andes.engine.runner import ModelRunner
+from kairos.andes.engine.tokenizer import ByteTokenizer, Detokenizer, HFTokenizer, Tokenizer
+from kairos.andes.engine.weights import load_checkpoint, random_model
+from kairos.andes.latency import LatencyModel, load_profile
+from kairos.andes.policies.base import Policy
+from kairos.andes.policies.registry import make_policy
+from kairos.andes.request import Request
+from kairos.andes.scheduler import Scheduler, SchedulerConfig
+
+DTYPES = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float64": torch.float64,
+}
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+    if name == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    return DTYPES[name]
+
+
+@dataclass
+class Sequence_:
+    """Engine-side state of one request: its tokens, sampling and text so far."""
+
+    request: Request
+    token_ids: list[int]
+    params: SamplingParams
+    generator: torch.Generator
+    detok: Detokenizer
+    reported: bool = False
+
+
+@dataclass
+class Counters:
+    finished: int = 0
+    aborted: int = 0
+    preemptions: int = 0
+    qoe: deque[float] = field(default_factory=lambda: deque(maxlen=1024))
+
+
+class LLMEngine:
+    def __init__(
+        self,
+        config: EngineConfig | None = None,
+        *,
+        model: LlamaForCausalLM | None = None,
+        tokenizer: Tokenizer | None = None,
+        latency: LatencyModel | None = None,
+        policy: Policy | None = None,
+    ) -> None:
+        """`policy` overrides `config.policy` with any object of the policy interface."""
+        self.config = cfg = config or EngineConfig()
+        self._policy = policy
+        self.device = resolve_device(cfg.device)
+        self.dtype = resolve_dtype(cfg.dtype, self.device)
+        if model is None:
+            model = load_checkpoint(cfg.model) if cfg.model else random_model(seed=cfg.seed)
+        if tokenizer is None:
+            mc = model.config
+            tokenizer = HFTokenizer(cfg.model, mc.eos_token_id) if cfg.model else ByteTokenizer()
+        self.model = model.to(device=self.device, dtype=self.dtype)
+        self.tokenizer = tokenizer
+        self.model_name = cfg.model_name or (Path(cfg.model).name if cfg.model else BUILTIN_NAME)
+        self.max_model_len = min(cfg.max_model_len, self.model.config.max_position_embeddings)
+        self.cache = KVCache(
+            self.model.config,
+            cfg.num_gpu_blocks,
+            cfg.num_cpu_blocks,
+            cfg.block_size,
+            self.dtype,
+            self.device,
+        )
+        self.runner = ModelRunner(self.model, self.cache, self.device)
+        if latency is None and cfg.profile is not None:
+            latency = load_profile(cfg.profile)
+        if latency is None:
+            from kairos.andes.engine.profiler import calibrate
+
+            latency = calibrate(self, quick=True)
+        self.latency = latency
+        self.scheduler = self._new_scheduler(latency)
+        self.lock = threading.RLock()
+        self.seqs: dict[str, Sequence_] = {}
+        self.counters = Counters()
+        self._rng = torch.Generator().manual_seed(cfg.seed)
+        self._origin = time.monotonic()
+
+    def _new_scheduler(self, latency: LatencyModel) -> Scheduler:
+        cfg = self.config
+        return Scheduler(
+            self._policy or make_policy(cfg.policy, **cfg.policy_options),
+            latency,
+            SchedulerConfig(
+                max_num_seqs=cfg.max_num_seqs,
+                max_num_batched_tokens=cfg.max_num_batched_tokens,
+                chunk_size=cfg.chunk_size,
+            ),
+            num_gpu_blocks=cfg.num_gpu_blocks,
+            num_cpu_blocks=cfg.num_cpu_blocks,
+        )
+
+    def use_latency(self, latency: LatencyModel) -> None:
+        """Swap in a (re)fitted profile; only while idle (the scheduler is rebuilt)."""
+        with self.lock:
+            if self.scheduler.num_unfinished:
+                raise RuntimeError("cannot change the latency profile while requests run")
+            self.latency = latency
+            self.scheduler = self._new_scheduler(latency)
+
+    def now(self) -> float:
+        return time.monotonic() - self._origin
+
+    # -- requests ------------------------------------------------------------------------
+    def add_request(
+        self, request_id: str, prompt_ids: Sequence[int], params: SamplingParams, qoe: QoESpec
+    ) -> Request:
+        """Queue a request. ValueError if it could never run (the engine state is untouched)."""
+        n = len(prompt_ids)
+        if n < 1:
+            raise ValueError("the prompt is empty")
+        if n >= self.max_model_len:
+            raise ValueError(
+                f"prompt of {n} tokens leaves no room for output (max_model_len="
+                f"{self.max_model_len})"
+            )
+        vocab = self.model.config.vocab_size
+        if any(not 0 <= t < vocab for t in prompt_ids):
+            raise ValueError(f"prompt token ids must be in [0, {vocab})")
+        with self.lock:
+            req = Request(
+                request_id=request_id,
+                arrival=self.now(),
+                prompt_len=n,
+                max_tokens=min(params.max_tokens, self.max_model_len - n),
+                ttft_s=qoe.ttft_s,
+                tokens_per_s=qoe.tokens_per_s,
+            )
+            self.scheduler.add_request(req)
+            gen = (
+                torch.Generator().manual_seed(params.seed) if params.seed is not None else self._rng
+            )
+            self.seqs[request_id] = Sequence_(
+                req, list(prompt_ids), params, gen, Detokenizer(self.tokenizer, params.stop)
+            )
+            return req
+
+    def abort(self, request_id: str) -> None:
+        with self.lock:
+            if request_id in self.seqs:
+                self.scheduler.finish_requests([request_id], self.now(), "abort")
+                self.seqs.pop(request_id)
+                self.counters.aborted += 1
+
+    @property
+    def has_unfinished(self) -> bool:
+        return self.scheduler.num_unfinished > 0
+
+    # -- one iteration -------------------------------------------------------------------
+    def step(self) -> list[TokenEvent]:
+        with self.lock:
+            out = self.scheduler.schedule(self.now())
+            self.counters.preemptions += len(out.recomputed) + len(out.swap_out)
+            tables = {
+                s.request.request_id: list(self.scheduler.blocks.tables[s.request.request_id])
+                for s in out.steps
+            }
+            seqs = {s.request.request_id: self.seqs[s.request.request_id] for s in out.steps}
+        new = self.runner.execute(
+            out,
+            {rid: s.token_ids for rid, s in seqs.items()},
+            tables,
+            {rid: s.params for rid, s in seqs.items()},
+            {rid: s.generator for rid, s in seqs.items()},
+        )
+        with self.lock:
+            return self._record(out, new)
+
+    def _record(self, out: object, new: dict[str, int]) -> list[TokenEvent]:
+        t = self.now()
+        eos = self.tokenizer.eos_token_id
+        stopped: list[str] = []
+        deltas: dict[str, str] = {}
+        for rid, tok in new.items():
+            seq = self.seqs.get(rid)
+            if seq is None or seq.request.is_finished:
+                continue  # aborted while the model ran
+            seq.token_ids.append(tok)
+            is_eos = tok == eos and not seq.params.ignore_eos
+            deltas[rid], hit = ("", False) if is_eos else seq.detok.add(tok)
+            if hit or is_eos:
+                stopped.append(rid)
+        self.scheduler.update_from_output(out, t, stopped)  # type: ignore[arg-type]
+        events: list[TokenEvent] = []
+        for rid, delta in deltas.items():
+            seq = self.seqs[rid]
+            events.append(self._event(seq, new[rid], delta, t))
+        for seq in list(self.seqs.values()):  # finished inside schedule() (cache outgrown)
+            if seq.request.is_finished and not seq.reported:
+                events.append(self._event(seq, None, "", t))
+        return events
+
+    def _event(self, seq: Sequence_, token: int | None, delta: str, t: float) -> TokenEvent:
+        r = seq.request
+        reason = r.finish_reason if r.is_finished else None
+        if reason:
+            delta += seq.detok.flush()
+            seq.reported = True
+            self.seqs.pop(r.request_id, None)
+            self.counters.finished += 1
+            self.counters.qoe.append(r.qoe.qoe_at(t, finished=True))
+        return TokenEvent(
+            request_id=r.request_id,
+            token_id=token,
+            text=delta,
+            time=t,
+            prompt_tokens=r.prompt_len,
+            completion_tokens=r.generated,
+            finish_reason=reason,
+        )
+
+    def stats(self) -> EngineStats:
+        with self.lock:
+            s = self.scheduler
+            return EngineStats(
+                running=len(s.running),
+                waiting=len(s.waiting),
+                swapped=len(s.swapped),
+                preempted_total=self.counters.preemptions,
+                kv_usage=s.blocks.usage,
+                num_gpu_blocks=s.blocks.gpu.num_blocks,
+                num_cpu_blocks=s.blocks.cpu.num_blocks,
+                free_gpu_blocks=s.blocks.gpu.free,
+                iterations=s.iteration,
+                finished=self.counters.finished,
+                aborted=self.counters.aborted,
+                qoe=tuple(self.counters.qoe),
+            )
+
+    # -- offline use -----------------------------------------------------------------------
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        params: SamplingParams,
+        qoe: QoESpec | None = None,
+    ) -> list[list[int]]:
+        """Run prompts to completion together; the output token ids of each."""
+        spec = qoe or QoESpec(ttft_s=1.0, tokens_per_s=5.0)
+        ids = [f"offline-{i}-{time.monotonic_ns()}" for i in range(len(prompts))]
+        seqs = [self.add_request(rid, p, params, spec) for rid, p in zip(ids, prompts, strict=True)]
+        outputs: dict[str, list[int]] = {rid: [] for rid in ids}
+        while any(not r.is_finished for r in seqs):
+            for ev in self.step():
+                if ev.token_id is not None and ev.request_id in outputs:
+                    outputs[ev.request_id].append(ev.token_id)
+        return [outputs[rid] for rid in ids]

@@ -1,0 +1,149 @@
+"""A Llama-architecture decoder: RMSNorm, rotary positions, grouped-query attention, SwiGLU.
+
+Parameter names follow Hugging Face's `LlamaForCausalLM` / `Qwen2ForCausalLM` so a checkpoint's
+safetensors load by name. The forward pass takes one flat batch of tokens with their absolute
+positions and an `AttentionBatch` saying where their keys and values live.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from kairos.andes.engine.attention import AttentionBatch, paged_attention
+from kairos.andes.engine.config import ModelConfig
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x if x.dtype == torch.float64 else x.float()  # normalise in at least float32
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(x.dtype)
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotate-half RoPE (the Hugging Face Llama convention), cos/sin computed per position."""
+
+    def __init__(self, head_dim: int, theta: float) -> None:
+        super().__init__()
+        inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+        self.register_buffer("inv_freq", inv, persistent=False)
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """x [T, heads, D], positions [T]."""
+        inv_freq: torch.Tensor = self.inv_freq  # type: ignore[assignment]
+        freqs = positions.to(torch.float64)[:, None] * inv_freq[None, :]
+        emb = torch.cat([freqs, freqs], dim=-1)
+        cos = emb.cos().to(x.dtype)[:, None, :]
+        sin = emb.sin().to(x.dtype)[:, None, :]
+        half = x.shape[-1] // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return x * cos + rotated * sin
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = (
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+        )
+        bias = cfg.attention_bias
+        self.q_proj = nn.Linear(cfg.hidden_size, self.heads * self.head_dim, bias=bias)
+        self.k_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=bias)
+        self.v_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=bias)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=False)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        rope: RotaryEmbedding,
+        batch: AttentionBatch,
+        kv: tuple[torch.Tensor, torch.Tensor] | None,
+    ) -> torch.Tensor:
+        t = x.shape[0]
+        q = rope(self.q_proj(x).view(t, self.heads, self.head_dim), positions)
+        k = rope(self.k_proj(x).view(t, self.kv_heads, self.head_dim), positions)
+        v = self.v_proj(x).view(t, self.kv_heads, self.head_dim)
+        k_cache, v_cache = kv if kv is not None else (None, None)
+        out = paged_attention(q, k, v, batch, k_cache, v_cache)
+        return self.o_proj(out.reshape(t, self.heads * self.head_dim))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.self_attn = Attention(cfg)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = MLP(cfg)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        rope: RotaryEmbedding,
+        batch: AttentionBatch,
+        kv: tuple[torch.Tensor, torch.Tensor] | None,
+    ) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), positions, rope, batch, kv)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaBody(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+
+class LlamaForCausalLM(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.config = cfg
+        self.model = LlamaBody(cfg)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        if cfg.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+        self.rope = RotaryEmbedding(cfg.head_dim, cfg.rope_theta)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        batch: AttentionBatch,
+        kv_cache: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
+    ) -> torch.Tensor:
+        """Logits at each sequence's last scheduled token: [S, vocab]."""
+        x = self.model.embed_tokens(input_ids)
+        for i, layer in enumerate(self.model.layers):
+            x = layer(x, positions, self.rope, batch, kv_cache[i] if kv_cache else None)
+        x = self.model.norm(x[batch.last_index])
+        return self.lm_head(x)
+
+    @torch.inference_mode()
+    def dense_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Every position's logits for one sequence with plain causal attention, no cache."""
+        n = input_ids.shape[0]
+        batch = AttentionBatch.dense(n, input_ids.device)
+        batch.last_index = torch.arange(n, device=input_ids.device)
+        return self.forward(input_ids, torch.arange(n, device=input_ids.device), batch)

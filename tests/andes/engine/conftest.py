@@ -1,0 +1,81 @@
+"""Small float64 models and engines for correctness tests (float64 so no near-tie flips)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kairos.andes.engine.config import EngineConfig, ModelConfig
+from kairos.andes.engine.engine import LLMEngine
+from kairos.andes.engine.model import LlamaForCausalLM
+from kairos.andes.engine.weights import random_model
+from kairos.andes.latency import LinearProfile
+from kairos.andes.policies.base import Policy
+
+TINY = ModelConfig(
+    vocab_size=259,
+    hidden_size=64,
+    intermediate_size=160,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    max_position_embeddings=1024,
+    bos_token_id=256,
+    eos_token_id=257,
+)
+
+
+def tiny_model(seed: int = 0, cfg: ModelConfig = TINY, scale: float = 8.0) -> LlamaForCausalLM:
+    """Random weights scaled up so greedy choices are decisive, not near-uniform."""
+    model = random_model(cfg, seed=seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if not name.endswith("norm.weight"):
+                p.mul_(scale)
+    return model.to(torch.float64)
+
+
+def flat_profile(kv_tokens: int, swap_tokens: int, block_size: int = 16) -> LinearProfile:
+    return LinearProfile(
+        name="test",
+        decode_coef=(0.01, 0.0005, 0.0),
+        prefill_coef=(0.005, 1e-5, 0.0),
+        swap_s_per_token=1e-6,
+        kv_capacity=kv_tokens,
+        swap_capacity=swap_tokens,
+        block_size=block_size,
+    )
+
+
+def make_engine(
+    *,
+    blocks: int = 64,
+    cpu_blocks: int = 64,
+    policy: str = "fcfs",
+    policy_obj: Policy | None = None,
+    max_model_len: int = 512,
+    seed: int = 0,
+) -> LLMEngine:
+    cfg = EngineConfig(
+        dtype="float64",
+        device="cpu",
+        num_gpu_blocks=blocks,
+        num_cpu_blocks=cpu_blocks,
+        max_model_len=max_model_len,
+        policy=policy,
+        max_num_seqs=16,
+        max_num_batched_tokens=2048,
+        seed=seed,
+    )
+    return LLMEngine(
+        cfg,
+        model=tiny_model(seed),
+        latency=flat_profile(blocks * 16, cpu_blocks * 16),
+        policy=policy_obj,
+    )
+
+
+@pytest.fixture
+def engine_factory():  # type: ignore[no-untyped-def]
+    return make_engine
