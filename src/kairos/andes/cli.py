@@ -147,3 +147,59 @@ def register(group: typer.Typer) -> None:
             y = [r["avg_qoe"] for r in rows if r["policy"] == p]
             table.append({"policy": p, "target": target, "capacity_req_s": capacity(x, y, target)})
         print_table(table, title=f"capacity on {profile} ({dataset}, {arrival})")
+
+    @group.command("profile")
+    def profile_cmd(
+        model: Annotated[
+            str | None, typer.Option(help="Hugging Face checkpoint dir (default: built-in)")
+        ] = None,
+        out: Annotated[Path, typer.Option(help="Where to write the profile JSON")] = Path(
+            "results/andes/profile.json"
+        ),
+        device: str = "auto",
+        dtype: str = "auto",
+        num_gpu_blocks: int = 1024,
+        quick: Annotated[bool, typer.Option(help="A smaller grid (seconds, not a minute)")] = False,
+    ) -> None:
+        """Measure the engine on this machine and fit the latency profile its scheduler and
+        the simulator use (`kairos serve --profile OUT`, `kairos andes simulate --profile OUT`)."""
+        from kairos.andes.engine.config import EngineConfig
+        from kairos.andes.engine.engine import LLMEngine
+        from kairos.andes.engine.profiler import measure
+        from kairos.andes.latency import fit_profile
+        from kairos.report import print_table
+
+        try:
+            cfg = EngineConfig.model_validate(
+                dict(model=model, device=device, dtype=dtype, num_gpu_blocks=num_gpu_blocks)
+            )
+        except ValueError as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+        placeholder = fit_profile(
+            "placeholder",
+            [[1, 1, 1.0], [2, 2, 1.0], [3, 3, 1.0]],
+            [[1, 1.0], [2, 1.0], [3, 1.0]],
+            kv_capacity=cfg.num_gpu_blocks * cfg.block_size,
+        )
+        engine = LLMEngine(cfg, latency=placeholder)
+        dec, pre, swap = measure(engine, quick=quick, reps=3 if quick else 7)
+        prof = fit_profile(
+            f"{engine.model_name}@{engine.device.type}",
+            dec,
+            pre,
+            kv_capacity=cfg.num_gpu_blocks * cfg.block_size,
+            swap_capacity=cfg.num_cpu_blocks * cfg.block_size,
+            swap_s_per_token=swap,
+            block_size=cfg.block_size,
+        )
+        out.parent.mkdir(parents=True, exist_ok=True)
+        prof.save(out)
+        fitted = prof.decode_time(dec[:, 0], dec[:, 1])
+        rows = [
+            {"batch": int(b), "context": int(c), "measured_ms": 1e3 * s, "fitted_ms": 1e3 * f}
+            for (b, c, s), f in zip(dec, fitted, strict=True)
+        ]
+        print_table(rows, title=f"decode iterations, {engine.model_name} on {engine.device}")
+        err = float(abs(fitted - dec[:, 2]).mean() / dec[:, 2].mean())
+        console.print(f"mean relative fit error {err:.1%}; profile written to {out}")

@@ -29,6 +29,8 @@ class AttentionBatch:
     query_valid: torch.Tensor  # [S, max_q] bool
     mask: torch.Tensor  # [S, 1, max_q, max_k] bool: may attend
     last_index: torch.Tensor  # [S] flat index of each sequence's last token
+    uniform: bool = False  # every sequence has max_q new tokens: no padding (decode batches)
+    out_index: torch.Tensor | None = None  # [T] flat positions of real tokens in [S * max_q]
 
     @classmethod
     def build(
@@ -68,6 +70,8 @@ class AttentionBatch:
             query_valid=valid.to(device),
             mask=mask[:, None].to(device),
             last_index=(offsets + lens - 1).to(device),
+            uniform=bool(valid.all()),
+            out_index=valid.flatten().nonzero().flatten().to(device),
         )
 
     @classmethod
@@ -80,6 +84,7 @@ class AttentionBatch:
             query_valid=torch.ones(1, length, dtype=torch.bool, device=device),
             mask=(i[None, :] <= i[:, None])[None, None].to(device),
             last_index=torch.tensor([length - 1], device=device),
+            uniform=True,
         )
 
 
@@ -99,10 +104,12 @@ def paged_attention(
         k_cache.view(nb * bs, hkv, d)[batch.slot_mapping] = k
         v_cache.view(nb * bs, hkv, d)[batch.slot_mapping] = v
         assert batch.block_tables is not None
-        s, mb = batch.block_tables.shape
-        keys = k_cache[batch.block_tables].view(s, mb * bs, hkv, d)
-        values = v_cache[batch.block_tables].view(s, mb * bs, hkv, d)
-    queries = q[batch.query_index]  # [S, max_q, H, D]
+        n, mb = batch.block_tables.shape
+        keys = k_cache[batch.block_tables].view(n, mb * bs, hkv, d)
+        values = v_cache[batch.block_tables].view(n, mb * bs, hkv, d)
+    s, max_q = batch.query_index.shape
+    # [S, max_q, H, D]: a view when no sequence is padded, else a gather
+    queries = q.view(s, max_q, *q.shape[1:]) if batch.uniform else q[batch.query_index]
     out = F.scaled_dot_product_attention(
         queries.transpose(1, 2),
         keys.transpose(1, 2),
@@ -110,4 +117,5 @@ def paged_attention(
         attn_mask=batch.mask,
         enable_gqa=True,
     ).transpose(1, 2)  # [S, max_q, H, D]
-    return out[batch.query_valid]
+    flat = out.reshape(s * max_q, *out.shape[2:])
+    return flat if batch.uniform or batch.out_index is None else flat[batch.out_index]

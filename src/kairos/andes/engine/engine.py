@@ -73,6 +73,8 @@ class Counters:
     finished: int = 0
     aborted: int = 0
     preemptions: int = 0
+    schedule_s: float = 0.0  # wall time deciding and recording (scheduler + policy)
+    execute_s: float = 0.0  # wall time in the model runner (swaps, forward, sampling)
     qoe: deque[float] = field(default_factory=lambda: deque(maxlen=1024))
 
 
@@ -96,7 +98,7 @@ class LLMEngine:
         if tokenizer is None:
             mc = model.config
             tokenizer = HFTokenizer(cfg.model, mc.eos_token_id) if cfg.model else ByteTokenizer()
-        self.model = model.to(device=self.device, dtype=self.dtype)
+        self.model = model.to(device=self.device, dtype=self.dtype).fuse()
         self.tokenizer = tokenizer
         self.model_name = cfg.model_name or (Path(cfg.model).name if cfg.model else BUILTIN_NAME)
         self.max_model_len = min(cfg.max_model_len, self.model.config.max_position_embeddings)
@@ -195,6 +197,7 @@ class LLMEngine:
 
     # -- one iteration -------------------------------------------------------------------
     def step(self) -> list[TokenEvent]:
+        t0 = time.perf_counter()
         with self.lock:
             out = self.scheduler.schedule(self.now())
             self.counters.preemptions += len(out.recomputed) + len(out.swap_out)
@@ -203,6 +206,7 @@ class LLMEngine:
                 for s in out.steps
             }
             seqs = {s.request.request_id: self.seqs[s.request.request_id] for s in out.steps}
+        t1 = time.perf_counter()
         new = self.runner.execute(
             out,
             {rid: s.token_ids for rid, s in seqs.items()},
@@ -210,8 +214,12 @@ class LLMEngine:
             {rid: s.params for rid, s in seqs.items()},
             {rid: s.generator for rid, s in seqs.items()},
         )
+        t2 = time.perf_counter()
         with self.lock:
-            return self._record(out, new)
+            events = self._record(out, new)
+        self.counters.schedule_s += (t1 - t0) + (time.perf_counter() - t2)
+        self.counters.execute_s += t2 - t1
+        return events
 
     def _record(self, out: object, new: dict[str, int]) -> list[TokenEvent]:
         t = self.now()

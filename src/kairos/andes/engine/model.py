@@ -27,23 +27,31 @@ class RMSNorm(nn.Module):
 
 
 class RotaryEmbedding(nn.Module):
-    """Rotate-half RoPE (the Hugging Face Llama convention), cos/sin computed per position."""
+    """Rotate-half RoPE (the Hugging Face Llama convention); cos/sin once per forward pass."""
 
     def __init__(self, head_dim: int, theta: float) -> None:
         super().__init__()
         inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
         self.register_buffer("inv_freq", inv, persistent=False)
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """x [T, heads, D], positions [T]."""
+    def cos_sin(
+        self, positions: torch.Tensor, dtype: torch.dtype
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """[T, 1, D] tables for positions [T], computed in float64 then cast."""
         inv_freq: torch.Tensor = self.inv_freq  # type: ignore[assignment]
         freqs = positions.to(torch.float64)[:, None] * inv_freq[None, :]
-        emb = torch.cat([freqs, freqs], dim=-1)
-        cos = emb.cos().to(x.dtype)[:, None, :]
-        sin = emb.sin().to(x.dtype)[:, None, :]
-        half = x.shape[-1] // 2
-        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-        return x * cos + rotated * sin
+        emb = torch.cat([freqs, freqs], dim=-1)[:, None, :]
+        return emb.cos().to(dtype), emb.sin().to(dtype)
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        return apply_rope(x, *self.cos_sin(positions, x.dtype))
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x [T, heads, D] rotated by per-token angles."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
 
 
 class Attention(nn.Module):
@@ -59,19 +67,36 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=bias)
         self.v_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=bias)
         self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=False)
+        self._qkv: tuple[torch.Tensor, torch.Tensor | None] | None = None
+        self._split = [self.heads * self.head_dim, *[self.kv_heads * self.head_dim] * 2]
+
+    def fuse(self) -> None:
+        """One q|k|v matmul instead of three (as vLLM's QKVParallelLinear); the separate
+        parameters become views of the fused tensor, so state dicts are unchanged."""
+        projs = (self.q_proj, self.k_proj, self.v_proj)
+        weight = torch.cat([p.weight.data for p in projs])
+        bias = torch.cat([p.bias.data for p in projs]) if self.q_proj.bias is not None else None
+        for i, (p, part) in enumerate(zip(projs, weight.split(self._split), strict=True)):
+            p.weight.data = part
+            if bias is not None:
+                p.bias.data = bias.split(self._split)[i]
+        self._qkv = (weight, bias)
 
     def forward(
         self,
         x: torch.Tensor,
-        positions: torch.Tensor,
-        rope: RotaryEmbedding,
+        rope: tuple[torch.Tensor, torch.Tensor],
         batch: AttentionBatch,
         kv: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> torch.Tensor:
         t = x.shape[0]
-        q = rope(self.q_proj(x).view(t, self.heads, self.head_dim), positions)
-        k = rope(self.k_proj(x).view(t, self.kv_heads, self.head_dim), positions)
-        v = self.v_proj(x).view(t, self.kv_heads, self.head_dim)
+        if self._qkv is not None:
+            q_, k_, v_ = nn.functional.linear(x, *self._qkv).split(self._split, dim=-1)
+        else:
+            q_, k_, v_ = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        q = apply_rope(q_.view(t, self.heads, self.head_dim), *rope)
+        k = apply_rope(k_.view(t, self.kv_heads, self.head_dim), *rope)
+        v = v_.view(t, self.kv_heads, self.head_dim)
         k_cache, v_cache = kv if kv is not None else (None, None)
         out = paged_attention(q, k, v, batch, k_cache, v_cache)
         return self.o_proj(out.reshape(t, self.heads * self.head_dim))
@@ -83,9 +108,19 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+        self._gate_up: torch.Tensor | None = None
+
+    def fuse(self) -> None:
+        """One gate|up matmul (vLLM's MergedColumnParallelLinear); parameters become views."""
+        weight = torch.cat([self.gate_proj.weight.data, self.up_proj.weight.data])
+        self.gate_proj.weight.data, self.up_proj.weight.data = weight.chunk(2)
+        self._gate_up = weight
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+        if self._gate_up is None:
+            return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+        gate, up = nn.functional.linear(x, self._gate_up).chunk(2, dim=-1)
+        return self.down_proj(nn.functional.silu(gate) * up)
 
 
 class DecoderLayer(nn.Module):
@@ -99,12 +134,11 @@ class DecoderLayer(nn.Module):
     def forward(
         self,
         x: torch.Tensor,
-        positions: torch.Tensor,
-        rope: RotaryEmbedding,
+        rope: tuple[torch.Tensor, torch.Tensor],
         batch: AttentionBatch,
         kv: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), positions, rope, batch, kv)
+        x = x + self.self_attn(self.input_layernorm(x), rope, batch, kv)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -126,6 +160,14 @@ class LlamaForCausalLM(nn.Module):
             self.lm_head.weight = self.model.embed_tokens.weight
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.rope_theta)
 
+    def fuse(self) -> LlamaForCausalLM:
+        """Fuse projections for serving (call after the weights and dtype are final)."""
+        for layer in self.model.layers:
+            assert isinstance(layer, DecoderLayer)
+            layer.self_attn.fuse()
+            layer.mlp.fuse()
+        return self
+
     def forward(
         self,
         input_ids: torch.Tensor,
@@ -135,8 +177,9 @@ class LlamaForCausalLM(nn.Module):
     ) -> torch.Tensor:
         """Logits at each sequence's last scheduled token: [S, vocab]."""
         x = self.model.embed_tokens(input_ids)
+        rope = self.rope.cos_sin(positions, x.dtype)
         for i, layer in enumerate(self.model.layers):
-            x = layer(x, positions, self.rope, batch, kv_cache[i] if kv_cache else None)
+            x = layer(x, rope, batch, kv_cache[i] if kv_cache else None)
         x = self.model.norm(x[batch.last_index])
         return self.lm_head(x)
 
