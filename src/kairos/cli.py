@@ -150,6 +150,18 @@ def trace_describe(
 app.add_typer(trace_app, name="trace")
 
 
+def _register_andes_runtime() -> None:
+    """`kairos serve` and `kairos bench`: the Andes serving stack's top-level commands."""
+    from kairos.andes.client.bench_cli import bench_command
+    from kairos.andes.serve_cli import serve_command
+
+    app.command("serve")(serve_command)
+    app.command("bench")(bench_command)
+
+
+_register_andes_runtime()
+
+
 def _register_systems() -> None:
     from kairos.andes.cli import register as register_andes
 

@@ -166,7 +166,7 @@ def register(group: typer.Typer) -> None:
         from kairos.andes.engine.config import EngineConfig
         from kairos.andes.engine.engine import LLMEngine
         from kairos.andes.engine.profiler import measure
-        from kairos.andes.latency import fit_profile
+        from kairos.andes.latency import LinearProfile, fit_profile
         from kairos.report import print_table
 
         try:
@@ -176,11 +176,13 @@ def register(group: typer.Typer) -> None:
         except ValueError as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from None
-        placeholder = fit_profile(
-            "placeholder",
-            [[1, 1, 1.0], [2, 2, 1.0], [3, 3, 1.0]],
-            [[1, 1.0], [2, 1.0], [3, 1.0]],
+        placeholder = LinearProfile(  # replaced by the measured one below
+            name="placeholder",
+            decode_coef=(0.01, 0.0, 0.0),
+            prefill_coef=(0.01, 0.0, 0.0),
+            swap_s_per_token=0.0,
             kv_capacity=cfg.num_gpu_blocks * cfg.block_size,
+            swap_capacity=0,
         )
         engine = LLMEngine(cfg, latency=placeholder)
         dec, pre, swap = measure(engine, quick=quick, reps=3 if quick else 7)

@@ -92,7 +92,7 @@ def test_checkpoint_round_trip_serves_same_tokens(tmp_path: Path, qwen: bool) ->
 
 
 def test_bad_checkpoints_name_the_problem(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="no config.json"):
+    with pytest.raises(ValueError, match=r"no config\.json"):
         load_checkpoint(tmp_path)
     save_checkpoint(tiny_model(0), TINY, tmp_path)
     raw = json.loads((tmp_path / "config.json").read_text())

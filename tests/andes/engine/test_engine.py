@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 from hypothesis import given, settings
@@ -32,7 +33,7 @@ def test_max_tokens_stops_with_length_and_frees_blocks() -> None:
     if events[-1].finish_reason == "length":
         assert events[-1].completion_tokens == 7
     assert [ev.completion_tokens for ev in events] == list(range(1, len(events) + 1))
-    assert all(a.time <= b.time for a, b in zip(events, events[1:], strict=False))
+    assert all(a.time <= b.time for a, b in itertools.pairwise(events))
     assert e.scheduler.blocks.gpu.free == e.scheduler.blocks.gpu.num_blocks
     assert not e.seqs
 

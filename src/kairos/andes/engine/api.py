@@ -62,7 +62,7 @@ class TokenEvent:
     time: float
     prompt_tokens: int
     completion_tokens: int
-    finish_reason: str | None = None  # "stop", "length", "abort" on the last event
+    finish_reason: str | None = None  # "stop", "length", "abort" or "error" on the last event
 
 
 @dataclass(frozen=True)

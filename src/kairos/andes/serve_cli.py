@@ -1,0 +1,100 @@
+"""`kairos serve`: the Andes engine behind the OpenAI-compatible server.
+
+Engine options (model, KV cache, policy, latency profile) and server options (address, key,
+limits) in one command. With no `--profile` the engine measures itself for a few seconds at
+startup; `kairos andes profile` writes a fuller profile to pass here and to the simulator.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from kairos.cli_utils import parse_assignments
+
+console = Console()
+
+
+def serve_command(
+    model: Annotated[
+        str | None,
+        typer.Option(help="Hugging Face checkpoint directory (Llama/Qwen2); default: built-in"),
+    ] = None,
+    policy: Annotated[str, typer.Option(help="fcfs, sarathi, lqsf, andes or andes-dp")] = "andes",
+    profile: Annotated[
+        str | None, typer.Option(help="Latency profile JSON (default: calibrate at startup)")
+    ] = None,
+    host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
+    port: int = 8000,
+    api_key: Annotated[
+        str | None, typer.Option(envvar="KAIROS_API_KEY", help="Require this bearer key")
+    ] = None,
+    num_gpu_blocks: Annotated[int, typer.Option(help="KV cache blocks (16 tokens each)")] = 1024,
+    num_cpu_blocks: Annotated[int, typer.Option(help="Host swap pool blocks")] = 512,
+    max_model_len: Annotated[int, typer.Option(help="Prompt + output tokens per request")] = 2048,
+    max_num_seqs: int = 64,
+    max_waiting: Annotated[int, typer.Option(help="Queue length at which new requests get 429")] = (
+        256
+    ),
+    max_body_bytes: int = 1 << 20,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:1 ...")] = "auto",
+    dtype: Annotated[str, typer.Option(help="auto, float32, bfloat16, float16")] = "auto",
+    seed: int = 0,
+    andes: Annotated[
+        list[str] | None, typer.Option(help="Andes policy option KEY=VALUE (repeatable)")
+    ] = None,
+    log_level: str = "info",
+) -> None:
+    """Serve a model with QoE-aware scheduling over an OpenAI-compatible API (and a chat page)."""
+    from pydantic import ValidationError
+
+    from kairos.andes.engine.async_engine import AsyncEngine
+    from kairos.andes.engine.config import EngineConfig
+    from kairos.andes.engine.engine import LLMEngine
+    from kairos.andes.server.app import create_app
+    from kairos.andes.server.run import run_with_settings
+    from kairos.andes.server.settings import ServerSettings
+
+    try:
+        engine_cfg = EngineConfig.model_validate(
+            dict(
+                model=model,
+                policy=policy,
+                policy_options=parse_assignments(andes, "--andes"),
+                profile=profile,
+                num_gpu_blocks=num_gpu_blocks,
+                num_cpu_blocks=num_cpu_blocks,
+                max_model_len=max_model_len,
+                max_num_seqs=max_num_seqs,
+                device=device,
+                dtype=dtype,
+                seed=seed,
+            )
+        )
+        settings = ServerSettings.model_validate(
+            dict(
+                host=host,
+                port=port,
+                api_key=api_key,
+                max_waiting=max_waiting,
+                max_body_bytes=max_body_bytes,
+                log_level=log_level,
+            )
+        )
+        if profile is None:
+            console.print("measuring the engine for its latency profile (a few seconds)...")
+        engine = LLMEngine(engine_cfg)
+    except (ValidationError, ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    app = create_app(AsyncEngine(engine), settings)
+    url = f"http://{host}:{port}"
+    console.print(
+        f"[bold]kairos serve[/bold]: model [cyan]{engine.model_name}[/cyan] on {engine.device} "
+        f"({engine.dtype}), policy [cyan]{policy}[/cyan], profile {engine.latency.name}\n"
+        f"  chat page    {url}/\n  OpenAI API   {url}/v1  (models: {url}/v1/models)\n"
+        f"  metrics      {url}/metrics"
+    )
+    run_with_settings(app, settings)

@@ -1,0 +1,192 @@
+"""Non-streaming answers, models, health, metrics, the chat page and the engine lifecycle."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+
+import kairos.andes.server.app as app_module
+from kairos.andes.server import BackgroundServer, ServerSettings, create_app
+from tests.andes.server.conftest import CHAT, Live, chat_body
+from tests.andes.server.fake_engine import FakeEngine
+
+
+def test_non_streaming_chat_with_openai_client(live: Live) -> None:
+    resp = live.openai().chat.completions.create(
+        model="fake-model",
+        messages=[
+            {"role": "system", "content": "be brief"},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "hel"}, {"type": "text", "text": "lo"}],
+            },
+        ],
+        max_completion_tokens=3,
+        temperature=0,
+        top_p=0.5,
+        seed=7,
+    )
+    assert resp.object == "chat.completion" and resp.id.startswith("chatcmpl-")
+    assert resp.model == "fake-model"
+    assert resp.choices[0].message.role == "assistant"
+    assert resp.choices[0].message.content == "w0 w1 w2 "
+    assert resp.choices[0].finish_reason == "length"
+    n_prompt = len("<system>be brief<user>hello<assistant>")
+    assert resp.usage is not None
+    assert (resp.usage.prompt_tokens, resp.usage.completion_tokens) == (n_prompt, 3)
+    (rec,) = live.engine.requests.values()
+    assert (rec.params.temperature, rec.params.top_p, rec.params.seed) == (0.0, 0.5, 7)
+    assert rec.params.max_tokens == 3
+    assert rec.prompt_ids == live.engine.encode("<system>be brief<user>hello<assistant>")
+
+
+def test_developer_role_is_sent_as_system(live: Live) -> None:
+    body = chat_body(
+        messages=[{"role": "developer", "content": "d"}, {"role": "user", "content": "u"}]
+    )
+    assert live.http.post(CHAT, json=body).status_code == 200
+    (rec,) = live.engine.requests.values()
+    assert rec.prompt_ids == live.engine.encode("<system>d<user>u<assistant>")
+
+
+def test_non_streaming_completion_with_openai_client(live: Live) -> None:
+    resp = live.openai().completions.create(model="fake-model", prompt="abcd", max_tokens=2)
+    assert resp.object == "text_completion" and resp.id.startswith("cmpl-")
+    assert resp.choices[0].text == "w0 w1 "
+    assert resp.choices[0].finish_reason == "length"
+    assert resp.usage is not None and resp.usage.total_tokens == 6
+
+
+def test_response_headers_carry_request_id_and_qoe(live: Live) -> None:
+    r = live.http.post(CHAT, json=chat_body(qoe={"ttft_s": 2.5, "tokens_per_s": 8}))
+    assert r.headers["X-Request-Id"] == r.json()["id"]
+    assert r.headers["X-Kairos-QoE-TTFT-S"] == "2.5"
+    assert r.headers["X-Kairos-QoE-Tokens-Per-S"] == "8"
+
+
+def test_models_and_health(live: Live) -> None:
+    models = live.http.get("/v1/models").json()
+    assert models["object"] == "list"
+    assert [(m["id"], m["object"]) for m in models["data"]] == [("fake-model", "model")]
+    assert [m.id for m in live.openai().models.list()] == ["fake-model"]
+    health = live.http.get("/health")
+    assert health.status_code == 200 and health.json() == {"status": "ok"}
+
+
+_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+_SAMPLE = re.compile(rf'^({_NAME})(\{{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*\}})? (\S+)$')
+
+
+def _parse_exposition(text: str) -> tuple[dict[str, str], dict[tuple[str, str], float]]:
+    """Parse Prometheus text line by line: TYPE per family, value per (name, labels)."""
+    types: dict[str, str] = {}
+    helps: set[str] = set()
+    samples: dict[tuple[str, str], float] = {}
+    assert text.endswith("\n")
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            helps.add(line.split()[2])
+        elif line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            assert kind in {"counter", "gauge", "summary", "histogram", "untyped"}
+            assert name in helps, f"TYPE before HELP for {name}"
+            types[name] = kind
+        else:
+            m = _SAMPLE.match(line)
+            assert m, f"not a sample line: {line!r}"
+            name, labels, value = m.group(1), m.group(2) or "", m.group(3)
+            family = re.sub(r"(_total|_sum|_count)$", "", name)
+            assert family in types or name in types, f"sample {name} has no TYPE line"
+            samples[(name, labels)] = float(value)  # also accepts NaN and +Inf
+    return types, samples
+
+
+def test_metrics_are_prometheus_text(live: Live) -> None:
+    live.http.post(CHAT, json=chat_body())
+    live.http.post(CHAT, json=chat_body(model="nope"))
+    r = live.http.get("/metrics")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/plain; version=0.0.4")
+    types, samples = _parse_exposition(r.text)
+    p = "kairos_andes_"
+    for gauge in (
+        "requests_running",
+        "requests_waiting",
+        "requests_swapped",
+        "kv_cache_usage_ratio",
+        "gpu_blocks_free",
+    ):
+        assert types[p + gauge] == "gauge"
+    for counter in (
+        "iterations",
+        "preemptions",
+        "requests_finished",
+        "requests_aborted",
+        "http_requests",
+    ):
+        assert types[p + counter] == "counter"
+    assert types[p + "qoe"] == "summary"
+    assert samples[(p + "kv_cache_usage_ratio", "")] == 0.25
+    assert samples[(p + "gpu_blocks_free", "")] == 48
+    assert samples[(p + "iterations_total", "")] == 42
+    assert samples[(p + "preemptions_total", "")] == 3
+    assert samples[(p + "requests_finished_total", "")] == 1
+    assert samples[(p + "http_requests_total", '{code="200"}')] >= 1
+    assert samples[(p + "http_requests_total", '{code="404"}')] == 1
+    qoe = (0.5, 0.9, 1.0, 1.0)  # the fake's window
+    assert samples[(p + "qoe", '{quantile="0.5"}')] == pytest.approx(0.95)
+    assert samples[(p + "qoe", '{quantile="0.99"}')] == pytest.approx(1.0)
+    assert samples[(p + "qoe_sum", "")] == pytest.approx(sum(qoe))
+    assert samples[(p + "qoe_count", "")] == len(qoe)
+
+
+def test_metrics_with_no_finished_requests_report_nan_quantiles(live: Live) -> None:
+    live.engine.qoe_window = ()
+    _, samples = _parse_exposition(live.http.get("/metrics").text)
+    assert math.isnan(samples[("kairos_andes_qoe", '{quantile="0.9"}')])
+    assert samples[("kairos_andes_qoe_count", "")] == 0
+
+
+def test_chat_page_and_static_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "index.html").write_text("<!doctype html><title>chat</title>")
+    (tmp_path / "pacer.js").write_text("export const x = 1;")
+    monkeypatch.setattr(app_module, "STATIC_DIR", tmp_path)
+    with BackgroundServer(create_app(FakeEngine())) as srv, httpx.Client(base_url=srv.url) as http:
+        page = http.get("/")
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert "<title>chat</title>" in page.text
+        js = http.get("/static/pacer.js")
+        assert js.status_code == 200 and "export const x" in js.text
+        assert http.get("/static/missing.js").status_code == 404
+        assert http.get("/health").status_code == 200
+
+
+def test_no_static_dir_means_no_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app_module, "STATIC_DIR", tmp_path / "absent")
+    with BackgroundServer(create_app(FakeEngine())) as srv, httpx.Client(base_url=srv.url) as http:
+        assert http.get("/").status_code == 404
+        assert http.get("/health").status_code == 200
+
+
+def test_packaged_chat_page_is_served_when_present(live: Live) -> None:
+    if not (app_module.STATIC_DIR / "index.html").is_file():
+        pytest.skip("the chat page is not installed")
+    page = live.http.get("/")
+    assert page.status_code == 200 and "<html" in page.text.lower()
+
+
+def test_engine_started_and_stopped_with_the_server() -> None:
+    engine = FakeEngine()
+    srv = BackgroundServer(create_app(engine, ServerSettings())).start()
+    assert engine.started and not engine.stopped
+    srv.stop()
+    assert engine.stopped
+
+
+def test_server_binds_loopback_by_default(live: Live) -> None:
+    assert ServerSettings().host == "127.0.0.1"
+    assert live.server.server.servers[0].sockets[0].getsockname()[0] == "127.0.0.1"
