@@ -16,12 +16,19 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
-$(VENV)/.dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[all,dev]'
+$(VENV)/.serve: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[engine,serve]'
 	touch $@ $(VENV)/.core
 
-run: $(VENV)/.core
-	$(BIN)/kairos trace describe $(SHARED)/data/azure_llm_conv_1h.csv --out results/trace
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[all,dev]'
+	touch $@ $(VENV)/.core $(VENV)/.serve
+
+# The Andes serving stack on the built-in model: chat page, OpenAI API and /metrics.
+HOST ?= 127.0.0.1
+PORT ?= 8000
+run: $(VENV)/.serve
+	$(BIN)/kairos serve --host $(HOST) --port $(PORT)
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests benchmarks

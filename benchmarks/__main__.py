@@ -13,6 +13,8 @@ from kairos.report import print_table, write_result
 MODULES = [
     "benchmarks.bench_event_loop",
     "benchmarks.bench_andes",
+    "benchmarks.bench_engine",
+    "benchmarks.bench_serving",
     "benchmarks.bench_andes_experiments",
 ]
 

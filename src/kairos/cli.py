@@ -18,6 +18,7 @@ app = typer.Typer(
     help="kairos: application-aware schedulers for machine-learning systems.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_show_locals=False,
 )
 
 SYSTEMS: dict[str, str] = {

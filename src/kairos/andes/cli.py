@@ -164,9 +164,9 @@ def register(group: typer.Typer) -> None:
         """Measure the engine on this machine and fit the latency profile its scheduler and
         the simulator use (`kairos serve --profile OUT`, `kairos andes simulate --profile OUT`)."""
         from kairos.andes.engine.config import EngineConfig
-        from kairos.andes.engine.engine import LLMEngine
+        from kairos.andes.engine.engine import LLMEngine, provisional_profile
         from kairos.andes.engine.profiler import measure
-        from kairos.andes.latency import LinearProfile, fit_profile
+        from kairos.andes.latency import fit_profile
         from kairos.report import print_table
 
         try:
@@ -176,15 +176,7 @@ def register(group: typer.Typer) -> None:
         except ValueError as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from None
-        placeholder = LinearProfile(  # replaced by the measured one below
-            name="placeholder",
-            decode_coef=(0.01, 0.0, 0.0),
-            prefill_coef=(0.01, 0.0, 0.0),
-            swap_s_per_token=0.0,
-            kv_capacity=cfg.num_gpu_blocks * cfg.block_size,
-            swap_capacity=0,
-        )
-        engine = LLMEngine(cfg, latency=placeholder)
+        engine = LLMEngine(cfg, latency=provisional_profile(cfg))
         dec, pre, swap = measure(engine, quick=quick, reps=3 if quick else 7)
         prof = fit_profile(
             f"{engine.model_name}@{engine.device.type}",

@@ -173,6 +173,19 @@ class LinearProfile(BaseModel):
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.model_dump_json(indent=2))
 
+    def scaled(self, factor: float, name: str | None = None) -> LinearProfile:
+        """Every iteration `factor` times slower (e.g. the overhead of serving over HTTP that
+        an offline measurement cannot see); swap copies are unchanged."""
+        if not (factor > 0 and math.isfinite(factor)):
+            raise ValueError(f"scale factor must be a finite number > 0, got {factor}")
+        return self.model_copy(
+            update={
+                "name": name or f"{self.name} x{factor:.3f}",
+                "decode_coef": tuple(c * factor for c in self.decode_coef),
+                "prefill_coef": tuple(c * factor for c in self.prefill_coef),
+            }
+        )
+
 
 def fit_profile(
     name: str,

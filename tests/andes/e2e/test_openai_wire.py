@@ -73,3 +73,23 @@ def test_raw_sse_matches_openai_wire_format(live: tuple[BackgroundServer, LLMEng
     assert all(e["usage"] is None for e in content)
     assert content[-1]["choices"][0]["finish_reason"] == "length"
     assert all(e["choices"][0]["finish_reason"] is None for e in content[:-1])
+
+
+def test_continuous_usage_counts_every_token(live: tuple[BackgroundServer, LLMEngine]) -> None:
+    """vLLM's `continuous_usage_stats`: a chunk's usage says how many tokens it completes, so
+    a client counts tokens exactly even when a byte-level token adds no visible text."""
+    server, _ = live
+    body = {
+        "model": MODEL,
+        "prompt": "count me",
+        "max_tokens": 30,
+        "ignore_eos": True,
+        "seed": 3,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    }
+    with httpx.stream("POST", server.url + "/v1/completions", json=body, timeout=30) as resp:
+        events = [json.loads(line[6:]) for line in resp.iter_lines() if line.startswith("data: {")]
+    counts = [e["usage"]["completion_tokens"] for e in events if e["choices"] and e["usage"]]
+    assert counts == sorted(counts) and len(set(counts)) == len(counts)
+    assert events[-1]["usage"]["completion_tokens"] == 30 and counts[-1] <= 30

@@ -80,6 +80,8 @@ class EngineStats:
     iterations: int
     finished: int
     aborted: int
+    busy_s: float = 0.0  # wall time spent in iterations
+    predicted_busy_s: float = 0.0  # the latency profile's estimate of the same iterations
     qoe: tuple[float, ...] = field(default=())  # QoE of recently finished requests
 
 

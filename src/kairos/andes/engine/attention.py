@@ -1,10 +1,15 @@
 """Attention over a paged KV cache, in plain torch.
 
 Every scheduled token of an iteration sits in one flat batch (prefills, chunks and decodes
-together, sequence after sequence, as in vLLM). Each layer writes the new keys and values
-into cache slots (`slot_mapping`), then each sequence gathers its whole context back through
-its block table and attends with `scaled_dot_product_attention`. Sequences are padded to the
-longest query and context of the batch, with a mask that is causal in absolute positions.
+together, sequence after sequence, as in vLLM), so the linear layers run once over all of
+them. Attention then writes the new keys and values into their cache slots and reads each
+sequence's whole context back through its block table:
+
+- decodes (one new token each) are batched into one `scaled_dot_product_attention` call,
+  keys padded to the longest context among them and masked;
+- prefills and prefill chunks run one call each, without padding, so a batch of prompts costs
+  the sum of their lengths (what the latency model and the simulator assume), not
+  `batch x longest` (the loop is the CPU stand-in for a variable-length attention kernel).
 
 `AttentionBatch.dense` gives the same computation without a cache (one sequence, causal), the
 reference the paged path is tested against.
@@ -13,10 +18,22 @@ reference the paged path is tested against.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+
+
+@dataclass
+class PrefillSpan:
+    """One sequence computing several tokens: its queries and the context they attend to."""
+
+    first: int  # index of its first new token in the flat batch
+    length: int  # new tokens
+    start: int  # tokens of it already cached (0 for a fresh prompt)
+    blocks: torch.Tensor | None  # block ids covering start + length tokens; None: dense
+    mask: torch.Tensor | None  # [length, start + length]; None: plain causal (start == 0)
 
 
 @dataclass
@@ -24,13 +41,12 @@ class AttentionBatch:
     """Where an iteration's tokens go in the cache and what each sequence attends to."""
 
     slot_mapping: torch.Tensor | None  # [T] cache slot of every new token; None = no cache
-    block_tables: torch.Tensor | None  # [S, max_blocks] padded with 0
-    query_index: torch.Tensor  # [S, max_q] index into the flat tokens (padding repeats 0)
-    query_valid: torch.Tensor  # [S, max_q] bool
-    mask: torch.Tensor  # [S, 1, max_q, max_k] bool: may attend
     last_index: torch.Tensor  # [S] flat index of each sequence's last token
-    uniform: bool = False  # every sequence has max_q new tokens: no padding (decode batches)
-    out_index: torch.Tensor | None = None  # [T] flat positions of real tokens in [S * max_q]
+    decode_index: torch.Tensor | None = None  # [D] flat indices of the one-token sequences
+    decode_tables: torch.Tensor | None = None  # [D, max_blocks], padded with block 0
+    decode_mask: torch.Tensor | None = None  # [D, 1, 1, max_blocks * block_size]
+    all_decode: bool = False  # every token is a decode: outputs need no scatter
+    prefills: list[PrefillSpan] = field(default_factory=list)
 
     @classmethod
     def build(
@@ -42,50 +58,72 @@ class AttentionBatch:
         device: torch.device,
     ) -> AttentionBatch:
         """`starts[s]`: tokens of sequence s already in the cache; `lengths[s]`: new tokens."""
-        n = len(starts)
-        max_q = max(lengths)
-        ctx = [st + ln for st, ln in zip(starts, lengths, strict=True)]
-        max_blocks = max(-(-c // block_size) for c in ctx)
-        max_k = max_blocks * block_size
-        offsets = torch.tensor([0, *lengths[:-1]], dtype=torch.long).cumsum(0)
-        i = torch.arange(max_q)
-        lens = torch.tensor(lengths, dtype=torch.long)
-        valid = i[None, :] < lens[:, None]
-        q_index = torch.where(valid, offsets[:, None] + i[None, :], 0)
-        q_pos = torch.tensor(starts, dtype=torch.long)[:, None] + i[None, :]
-        k_pos = torch.arange(max_k)
-        mask = k_pos[None, None, :] <= q_pos[:, :, None]
-        mask[:, :, 0] |= ~valid  # padded rows attend somewhere, so no row is all -inf
-        table = torch.zeros(n, max_blocks, dtype=torch.long)
-        slots: list[int] = []
-        for s, (blocks, st, ln) in enumerate(zip(block_tables, starts, lengths, strict=True)):
-            used = -(-(st + ln) // block_size)  # a table may hold blocks for later chunks
-            table[s, :used] = torch.tensor(blocks[:used], dtype=torch.long)
-            for p in range(st, st + ln):
-                slots.append(blocks[p // block_size] * block_size + p % block_size)
-        return cls(
-            slot_mapping=torch.tensor(slots, dtype=torch.long, device=device),
-            block_tables=table.to(device),
-            query_index=q_index.to(device),
-            query_valid=valid.to(device),
-            mask=mask[:, None].to(device),
-            last_index=(offsets + lens - 1).to(device),
-            uniform=bool(valid.all()),
-            out_index=valid.flatten().nonzero().flatten().to(device),
+        firsts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        slots: list[np.ndarray] = []
+        dec_rows: list[int] = []
+        dec_tables: list[Sequence[int]] = []
+        dec_ctx: list[int] = []
+        prefills: list[PrefillSpan] = []
+        for first, st, ln, blocks in zip(firsts, starts, lengths, block_tables, strict=True):
+            used = list(blocks[: -(-(st + ln) // block_size)])  # later chunks' blocks unused
+            pos = np.arange(st, st + ln)
+            slots.append(
+                np.asarray(used, dtype=np.int64)[pos // block_size] * block_size + pos % block_size
+            )
+            if ln == 1:
+                dec_rows.append(int(first))
+                dec_tables.append(used)
+                dec_ctx.append(st + 1)
+                continue
+            mask = None
+            if st:
+                k = torch.arange(st + ln)
+                mask = (k[None, :] <= (st + torch.arange(ln))[:, None]).to(device)
+            prefills.append(
+                PrefillSpan(
+                    int(first), ln, st, torch.tensor(used, dtype=torch.long, device=device), mask
+                )
+            )
+        batch = cls(
+            slot_mapping=torch.from_numpy(np.concatenate(slots)).to(device),
+            last_index=torch.from_numpy(firsts + np.asarray(lengths) - 1).to(device),
+            prefills=prefills,
+            all_decode=not prefills,
         )
+        if dec_rows:
+            width = max(len(t) for t in dec_tables)
+            table = np.zeros((len(dec_rows), width), dtype=np.int64)
+            for i, t in enumerate(dec_tables):
+                table[i, : len(t)] = t
+            k_pos = np.arange(width * block_size)
+            visible = k_pos[None, :] < np.asarray(dec_ctx)[:, None]
+            batch.decode_index = torch.tensor(dec_rows, dtype=torch.long, device=device)
+            batch.decode_tables = torch.from_numpy(table).to(device)
+            batch.decode_mask = torch.from_numpy(visible)[:, None, None, :].to(device)
+        return batch
 
     @classmethod
     def dense(cls, length: int, device: torch.device) -> AttentionBatch:
-        i = torch.arange(length)
         return cls(
             slot_mapping=None,
-            block_tables=None,
-            query_index=i[None].to(device),
-            query_valid=torch.ones(1, length, dtype=torch.bool, device=device),
-            mask=(i[None, :] <= i[:, None])[None, None].to(device),
             last_index=torch.tensor([length - 1], device=device),
-            uniform=True,
+            prefills=[PrefillSpan(0, length, 0, None, None)],
         )
+
+
+def _attend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
+) -> torch.Tensor:
+    """q [L, H, D], k/v [K, Hkv, D] of one sequence -> [L, H, D]."""
+    out = F.scaled_dot_product_attention(
+        q.transpose(0, 1)[None],
+        k.transpose(0, 1)[None],
+        v.transpose(0, 1)[None],
+        attn_mask=mask,
+        is_causal=mask is None and q.shape[0] > 1,
+        enable_gqa=True,
+    )
+    return out[0].transpose(0, 1)
 
 
 def paged_attention(
@@ -98,24 +136,30 @@ def paged_attention(
 ) -> torch.Tensor:
     """q [T, H, D], k/v [T, Hkv, D]; caches [blocks, block_size, Hkv, D]. Returns [T, H, D]."""
     if batch.slot_mapping is None or k_cache is None or v_cache is None:
-        keys, values = k[None], v[None]  # dense: one sequence, no cache
-    else:
-        nb, bs, hkv, d = k_cache.shape
-        k_cache.view(nb * bs, hkv, d)[batch.slot_mapping] = k
-        v_cache.view(nb * bs, hkv, d)[batch.slot_mapping] = v
-        assert batch.block_tables is not None
-        n, mb = batch.block_tables.shape
-        keys = k_cache[batch.block_tables].view(n, mb * bs, hkv, d)
-        values = v_cache[batch.block_tables].view(n, mb * bs, hkv, d)
-    s, max_q = batch.query_index.shape
-    # [S, max_q, H, D]: a view when no sequence is padded, else a gather
-    queries = q.view(s, max_q, *q.shape[1:]) if batch.uniform else q[batch.query_index]
-    out = F.scaled_dot_product_attention(
-        queries.transpose(1, 2),
-        keys.transpose(1, 2),
-        values.transpose(1, 2),
-        attn_mask=batch.mask,
-        enable_gqa=True,
-    ).transpose(1, 2)  # [S, max_q, H, D]
-    flat = out.reshape(s * max_q, *out.shape[2:])
-    return flat if batch.uniform or batch.out_index is None else flat[batch.out_index]
+        (span,) = batch.prefills  # dense: one sequence, no cache
+        return _attend(q, k, v, span.mask)
+    nb, bs, hkv, d = k_cache.shape
+    k_flat, v_flat = k_cache.view(nb * bs, hkv, d), v_cache.view(nb * bs, hkv, d)
+    k_flat[batch.slot_mapping] = k
+    v_flat[batch.slot_mapping] = v
+    out = q if batch.all_decode else torch.empty_like(q)
+    if batch.decode_index is not None:
+        assert batch.decode_tables is not None
+        rows, width = batch.decode_tables.shape
+        keys = k_cache[batch.decode_tables].view(rows, width * bs, hkv, d).transpose(1, 2)
+        values = v_cache[batch.decode_tables].view(rows, width * bs, hkv, d).transpose(1, 2)
+        queries = q if batch.all_decode else q[batch.decode_index]
+        o = F.scaled_dot_product_attention(
+            queries[:, :, None, :], keys, values, attn_mask=batch.decode_mask, enable_gqa=True
+        )[:, :, 0, :]
+        if batch.all_decode:
+            return o
+        out[batch.decode_index] = o
+    for span in batch.prefills:
+        assert span.blocks is not None
+        ctx = span.start + span.length
+        sl = slice(span.first, span.first + span.length)
+        keys = k_cache[span.blocks].view(-1, hkv, d)[:ctx]
+        values = v_cache[span.blocks].view(-1, hkv, d)[:ctx]
+        out[sl] = _attend(q[sl], keys, values, span.mask)
+    return out

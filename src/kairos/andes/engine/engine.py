@@ -30,11 +30,12 @@ from kairos.andes.engine.model import LlamaForCausalLM
 from kairos.andes.engine.runner import ModelRunner
 from kairos.andes.engine.tokenizer import ByteTokenizer, Detokenizer, HFTokenizer, Tokenizer
 from kairos.andes.engine.weights import load_checkpoint, random_model
-from kairos.andes.latency import LatencyModel, load_profile
+from kairos.andes.latency import LatencyModel, LinearProfile, load_profile
 from kairos.andes.policies.base import Policy
 from kairos.andes.policies.registry import make_policy
 from kairos.andes.request import Request
 from kairos.andes.scheduler import Scheduler, SchedulerConfig
+from kairos.andes.simulator import iteration_time
 
 DTYPES = {
     "float32": torch.float32,
@@ -75,7 +76,21 @@ class Counters:
     preemptions: int = 0
     schedule_s: float = 0.0  # wall time deciding and recording (scheduler + policy)
     execute_s: float = 0.0  # wall time in the model runner (swaps, forward, sampling)
+    predicted_s: float = 0.0  # what the latency profile says those iterations take
     qoe: deque[float] = field(default_factory=lambda: deque(maxlen=1024))
+
+
+def provisional_profile(cfg: EngineConfig) -> LinearProfile:
+    """Stands in only while the engine measures itself for its real profile."""
+    return LinearProfile(
+        name="provisional",
+        decode_coef=(0.01, 0.0, 0.0),
+        prefill_coef=(0.01, 0.0, 0.0),
+        swap_s_per_token=0.0,
+        kv_capacity=cfg.num_gpu_blocks * cfg.block_size,
+        swap_capacity=cfg.num_cpu_blocks * cfg.block_size,
+        block_size=cfg.block_size,
+    )
 
 
 class LLMEngine:
@@ -111,19 +126,19 @@ class LLMEngine:
             self.device,
         )
         self.runner = ModelRunner(self.model, self.cache, self.device)
-        if latency is None and cfg.profile is not None:
-            latency = load_profile(cfg.profile)
-        if latency is None:
-            from kairos.andes.engine.profiler import calibrate
-
-            latency = calibrate(self, quick=True)
-        self.latency = latency
-        self.scheduler = self._new_scheduler(latency)
         self.lock = threading.RLock()
         self.seqs: dict[str, Sequence_] = {}
         self.counters = Counters()
         self._rng = torch.Generator().manual_seed(cfg.seed)
         self._origin = time.monotonic()
+        if latency is None and cfg.profile is not None:
+            latency = load_profile(cfg.profile)
+        self.latency: LatencyModel = latency or provisional_profile(cfg)
+        self.scheduler = self._new_scheduler(self.latency)
+        if latency is None:  # measure this engine on this machine (a few seconds)
+            from kairos.andes.engine.profiler import calibrate
+
+            self.use_latency(calibrate(self, quick=True))
 
     def _new_scheduler(self, latency: LatencyModel) -> Scheduler:
         cfg = self.config
@@ -219,6 +234,7 @@ class LLMEngine:
             events = self._record(out, new)
         self.counters.schedule_s += (t1 - t0) + (time.perf_counter() - t2)
         self.counters.execute_s += t2 - t1
+        self.counters.predicted_s += iteration_time(self.latency, out)
         return events
 
     def _record(self, out: object, new: dict[str, int]) -> list[TokenEvent]:
@@ -279,6 +295,8 @@ class LLMEngine:
                 iterations=s.iteration,
                 finished=self.counters.finished,
                 aborted=self.counters.aborted,
+                busy_s=self.counters.schedule_s + self.counters.execute_s,
+                predicted_busy_s=self.counters.predicted_s,
                 qoe=tuple(self.counters.qoe),
             )
 

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from kairos.andes.engine.attention import AttentionBatch
+from kairos.andes.engine.api import QoESpec, SamplingParams
 from kairos.andes.latency import LinearProfile, fit_profile
+from kairos.andes.policies.fcfs import FCFSPolicy
+from kairos.andes.scheduler import Scheduler, SchedulerConfig
 
 if TYPE_CHECKING:
     from kairos.andes.engine.engine import LLMEngine
@@ -48,50 +50,77 @@ def _median_time(fn: Callable[[], object], device: torch.device, reps: int) -> f
     return statistics.median(times)
 
 
-@torch.inference_mode()
-def _forward(engine: LLMEngine, starts: list[int], lengths: list[int]) -> None:
-    bs = engine.cache.block_size
-    tables, nxt = [], 0
-    for st, ln in zip(starts, lengths, strict=True):
-        n = -(-(st + ln) // bs)
-        tables.append(list(range(nxt, nxt + n)))
-        nxt += n
-    batch = AttentionBatch.build(starts, lengths, tables, bs, engine.device)
-    positions = torch.cat([torch.arange(s, s + n) for s, n in zip(starts, lengths, strict=True)])
-    vocab = engine.model.config.vocab_size
-    ids = torch.randint(0, vocab, (int(sum(lengths)),), device=engine.device)
-    engine.model(ids, positions.to(engine.device), batch, engine.cache.layers)
+def _timed_steps(engine: LLMEngine, prompts: list[int], steps: int) -> list[tuple[int, float]]:
+    """Run requests with these prompt lengths for `steps` iterations through `engine.step()`;
+    (context tokens in the iteration, seconds) per iteration, the first being the prefill."""
+    vocab = min(engine.model.config.vocab_size, 256)
+    params = SamplingParams(max_tokens=steps + 1, temperature=0, ignore_eos=True)
+    qoe = QoESpec(ttft_s=1.0, tokens_per_s=5.0)
+    ids = []
+    for n in prompts:
+        rid = f"profile-{time.monotonic_ns()}"
+        engine.add_request(rid, torch.randint(0, vocab, (n,)).tolist(), params, qoe)
+        ids.append(rid)
+    rows = []
+    for _ in range(steps):
+        ctx = sum(engine.seqs[r].request.context_len for r in ids if r in engine.seqs)
+        _sync(engine.device)
+        t0 = time.perf_counter()
+        engine.step()
+        _sync(engine.device)
+        rows.append((ctx, time.perf_counter() - t0))
+    for rid in ids:
+        engine.abort(rid)
+    return rows
 
 
 def measure(
     engine: LLMEngine, *, quick: bool = False, reps: int = 5
 ) -> tuple[np.ndarray, np.ndarray, float]:
-    """Decode rows (batch, context tokens, s), prefill rows (tokens, s), swap s/token."""
+    """Decode rows (batch, context tokens, s), prefill rows (tokens, s), swap s/token.
+
+    Times whole `engine.step()` calls on real requests under FCFS (scheduling, input
+    preparation, the forward pass, sampling and bookkeeping), because that is what one
+    iteration costs a stream; the policy's own decision time is added by the simulator.
+    """
     grid = QUICK if quick else FULL
-    bs = engine.cache.block_size
-    capacity = engine.config.num_gpu_blocks * bs
-    limit = min(engine.max_model_len, engine.config.max_num_batched_tokens)
+    cfg = engine.config
+    saved = engine.latency
+    engine.scheduler = Scheduler(
+        FCFSPolicy(),
+        saved,
+        SchedulerConfig(max_num_seqs=cfg.max_num_seqs, max_num_batched_tokens=1 << 30),
+        num_gpu_blocks=cfg.num_gpu_blocks,
+        num_cpu_blocks=cfg.num_cpu_blocks,
+    )
+    bs = cfg.block_size
+    capacity = cfg.num_gpu_blocks * bs
+    limit = engine.max_model_len
     dec: list[tuple[float, float, float]] = []
-    for b in grid["batches"]:
-        if b > engine.config.max_num_seqs:
-            continue
-        for c in grid["contexts"]:
-            if b * (-(-(c + 1) // bs) * bs) > capacity or c >= engine.max_model_len:
-                continue
-
-            def decode(b: int = b, c: int = c) -> None:
-                _forward(engine, [c] * b, [1] * b)
-
-            dec.append((b, b * (c + 1), _median_time(decode, engine.device, reps)))
     pre: list[tuple[float, float]] = []
-    for t in grid["prefills"]:
-        if t <= limit:
-
-            def prefill(t: int = t) -> None:
-                _forward(engine, [0], [t])
-
-            pre.append((t, _median_time(prefill, engine.device, reps)))
-    n_blocks = min(engine.config.num_gpu_blocks, engine.config.num_cpu_blocks, 32)
+    try:
+        _timed_steps(engine, [16], 3)  # warm-up
+        for b in grid["batches"]:
+            for c in grid["contexts"]:
+                # contexts spread around c, as a real batch's are (the cost of padding shows)
+                spread = np.linspace(0.25 * c, 1.75 * c, b) if b > 1 else np.array([c])
+                prompts = [max(1, int(x)) for x in spread]
+                need = sum(-(-(x + reps + 2) // bs) * bs for x in prompts)
+                if b > cfg.max_num_seqs or need > capacity or max(prompts) + reps + 2 > limit:
+                    continue
+                rows = _timed_steps(engine, prompts, reps + 2)
+                dec += [(b, ctx, s) for ctx, s in rows[2:]]  # rows[1]: first decode, warm-up
+        for t in grid["prefills"]:
+            if t + 2 > min(limit, capacity):
+                continue
+            for _ in range(reps):
+                pre.append((t, _timed_steps(engine, [t], 1)[0][1]))
+            if t >= 64:  # several prompts in one prefill iteration cost their sum
+                parts = [t // 8, t // 4, t // 4, t - t // 8 - 2 * (t // 4)]
+                pre.append((t, _timed_steps(engine, parts, 1)[0][1]))
+    finally:
+        engine.use_latency(saved)
+    n_blocks = min(cfg.num_gpu_blocks, cfg.num_cpu_blocks, 32)
     swap = 0.0
     if n_blocks:
         mapping = [(i, i) for i in range(n_blocks)]
@@ -100,8 +129,7 @@ def measure(
             engine.cache.swap_out(mapping)
             engine.cache.swap_in(mapping)
 
-        cycle = _median_time(round_trip, engine.device, reps)
-        swap = cycle / 2 / (n_blocks * bs)
+        swap = _median_time(round_trip, engine.device, reps) / 2 / (n_blocks * bs)
     return np.array(dec, dtype=np.float64), np.array(pre, dtype=np.float64), swap
 
 

@@ -138,7 +138,12 @@ class GenerationHandler:
             self.counters.in_flight += 1
             first = await self._first_event(request, events)
             fmt = ChunkFormat(
-                kind, rid, int(time.time()), self.engine.model_name, req.include_usage
+                kind,
+                rid,
+                int(time.time()),
+                self.engine.model_name,
+                req.include_usage,
+                req.continuous_usage,
             )
             headers = {
                 "X-Request-Id": rid,

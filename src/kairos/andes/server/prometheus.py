@@ -91,6 +91,12 @@ def render_metrics(stats: EngineStats, server: ServerCounters) -> str:
     lines += _counter("preemptions", "Requests preempted.", stats.preempted_total)
     lines += _counter("requests_finished", "Requests finished.", stats.finished)
     lines += _counter("requests_aborted", "Requests aborted.", stats.aborted)
+    lines += _counter("iteration_seconds", "Wall time spent in engine iterations.", stats.busy_s)
+    lines += _counter(
+        "iteration_predicted_seconds",
+        "The latency profile's estimate of the same iterations (drift = ratio to the above).",
+        stats.predicted_busy_s,
+    )
     lines += _family(
         "http_requests",
         "counter",

@@ -41,6 +41,8 @@ class QoERequired(_Strict):
 
 class StreamOptions(_Strict):
     include_usage: bool | None = False
+    # vLLM's extension: usage in every chunk, so a client can count tokens a chunk carries
+    continuous_usage_stats: bool | None = False
 
 
 class ChatMessage(_Strict):
@@ -137,6 +139,10 @@ class _GenerationRequest(_Strict):
     @property
     def include_usage(self) -> bool:
         return bool(self.stream_options and self.stream_options.include_usage)
+
+    @property
+    def continuous_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.continuous_usage_stats)
 
 
 class ChatCompletionRequest(_GenerationRequest):

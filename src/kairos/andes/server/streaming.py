@@ -63,6 +63,7 @@ class ChunkFormat:
     created: int
     model: str
     include_usage: bool = False
+    continuous_usage: bool = False  # usage (so far) in every text chunk too
 
     def _wrap(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
         obj = "chat.completion.chunk" if self.kind == "chat" else "text_completion"
@@ -90,20 +91,27 @@ class ChunkFormat:
     def role(self) -> dict[str, Any]:
         return self._wrap([self._choice(None, None, role=True)])
 
-    def text(self, text: str) -> dict[str, Any]:
-        return self._wrap([self._choice(text, None)])
+    def text(self, text: str, event: TokenEvent | None = None) -> dict[str, Any]:
+        out = self._wrap([self._choice(text, None)])
+        if self.continuous_usage and event is not None:
+            out["usage"] = _usage(event.prompt_tokens, event.completion_tokens)
+        return out
 
     def finish(self, reason: str) -> dict[str, Any]:
         return self._wrap([self._choice(None, reason)])
 
     def usage(self, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
         out = self._wrap([])
-        out["usage"] = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        }
+        out["usage"] = _usage(prompt_tokens, completion_tokens)
         return out
+
+
+def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
 
 
 async def sse_events(
@@ -120,12 +128,12 @@ async def sse_events(
         event: TokenEvent | None = first
         while event is not None and event.finish_reason is None:
             if event.text:
-                yield sse(fmt.text(event.text))
+                yield sse(fmt.text(event.text, event))
             event = await anext(events, None)
         if event is None:
             raise RuntimeError("the engine stream ended without a finish_reason")
         if event.text:
-            yield sse(fmt.text(event.text))
+            yield sse(fmt.text(event.text, event))
         EngineEnded.check(event.finish_reason)
         yield sse(fmt.finish(event.finish_reason or "stop"))
         if fmt.include_usage:

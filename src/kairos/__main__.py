@@ -1,0 +1,5 @@
+"""`python -m kairos` runs the `kairos` command."""
+
+from kairos.cli import app
+
+app()
