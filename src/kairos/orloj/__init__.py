@@ -1,0 +1,1 @@
+"""Orloj: serving dynamic DNNs by latency distributions (specs/orloj.md)."""
