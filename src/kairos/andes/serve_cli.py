@@ -53,8 +53,8 @@ def serve_command(
     from kairos.andes.engine.async_engine import AsyncEngine
     from kairos.andes.engine.config import EngineConfig
     from kairos.andes.engine.engine import LLMEngine
+    from kairos.andes.server import run_with_settings
     from kairos.andes.server.app import create_app
-    from kairos.andes.server.run import run_with_settings
     from kairos.andes.server.settings import ServerSettings
 
     try:

@@ -11,8 +11,8 @@ from kairos.andes.engine.config import EngineConfig
 from kairos.andes.engine.engine import LLMEngine
 from kairos.andes.latency import LinearProfile
 from kairos.andes.server.app import create_app
-from kairos.andes.server.run import BackgroundServer
 from kairos.andes.server.settings import ServerSettings
+from kairos.runtime.http import BackgroundServer
 
 BLOCKS = 256
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kairos.andes.engine.engine import LLMEngine
-from kairos.andes.server.run import BackgroundServer
+from kairos.runtime.http import BackgroundServer
 from tests.andes.browser import chat, chromium
 
 

@@ -9,7 +9,7 @@ import httpx
 import openai
 
 from kairos.andes.engine.engine import LLMEngine
-from kairos.andes.server.run import BackgroundServer
+from kairos.runtime.http import BackgroundServer
 
 MODEL = "kairos-tiny-llama"
 

@@ -11,7 +11,7 @@ import time
 import httpx
 
 from kairos.andes.engine.engine import LLMEngine
-from kairos.andes.server.run import BackgroundServer
+from kairos.runtime.http import BackgroundServer
 
 MODEL = "kairos-tiny-llama"
 

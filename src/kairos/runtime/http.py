@@ -1,5 +1,5 @@
-"""Running the app under uvicorn: in the foreground for `kairos andes serve`, or in a background
-thread on a free port for tests and notebooks.
+"""Running an ASGI app under uvicorn: in the foreground for a `serve` command, or in a
+background thread on a free port for tests, benchmarks and notebooks.
 
 The background server is a real socket server (not an in-process transport), so tests exercise
 exactly what a client sees: SSE framing, disconnects, headers, body limits.
@@ -14,8 +14,6 @@ from types import TracebackType
 from typing import Any
 
 import uvicorn
-
-from kairos.andes.server.settings import ServerSettings
 
 LogLevel = str
 
@@ -42,17 +40,6 @@ def run_server(
     """Serve until interrupted (Ctrl-C / SIGTERM), then stop the engine."""
     config = _config(app, host, port, log_level, timeout_graceful_shutdown=graceful_shutdown_s)
     uvicorn.Server(config).run()
-
-
-def run_with_settings(app: Any, settings: ServerSettings) -> None:
-    """`run_server` with host, port, log level and shutdown grace from `settings`."""
-    run_server(
-        app,
-        settings.host,
-        settings.port,
-        settings.log_level,
-        graceful_shutdown_s=settings.graceful_shutdown_s,
-    )
 
 
 def _bind(host: str, port: int) -> socket.socket:
