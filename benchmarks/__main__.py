@@ -15,6 +15,8 @@ MODULES = [
     "benchmarks.bench_andes",
     "benchmarks.bench_engine",
     "benchmarks.bench_serving",
+    "benchmarks.bench_orloj",
+    "benchmarks.bench_venn",
     "benchmarks.bench_andes_experiments",
 ]
 

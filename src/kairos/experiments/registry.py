@@ -60,7 +60,11 @@ class Experiment:
 
 _REGISTRY: dict[tuple[str, str], Experiment] = {}
 # Modules that register experiments, imported lazily so `kairos --help` stays fast.
-EXPERIMENT_MODULES: dict[str, str] = {"andes": "kairos.andes.experiments"}
+EXPERIMENT_MODULES: dict[str, str] = {
+    "andes": "kairos.andes.experiments",
+    "orloj": "kairos.orloj.experiments",
+    "venn": "kairos.venn.experiments",
+}
 
 
 def experiment(

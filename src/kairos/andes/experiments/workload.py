@@ -7,9 +7,7 @@ for the same point (E2, the capacity table and E11 share many).
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -32,16 +30,10 @@ from kairos.workloads import (
     read_azure_csv,
     synthesize,
 )
+from kairos.workloads.shared import shared_data
 
 MAX_PROMPT = 32768  # longer ShareGPT/Coding prompts than a 32k context are cut, as servers do
 MAX_OUTPUT = 4096
-
-
-def shared_data(name: str) -> Path:
-    """A file of the shared data folder (KAIROS_SHARED, else ../shared next to the repo)."""
-    root = os.environ.get("KAIROS_SHARED")
-    base = Path(root) if root else Path(__file__).resolve().parents[5] / "shared"
-    return base / "data" / name
 
 
 @lru_cache(maxsize=8)

@@ -27,4 +27,5 @@ def run_with_settings(app: Any, settings: ServerSettings) -> None:
         graceful_shutdown_s=settings.graceful_shutdown_s,
     )
 
+
 __all__ = ["BackgroundServer", "ServerSettings", "create_app", "run_server", "run_with_settings"]

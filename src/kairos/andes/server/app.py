@@ -8,45 +8,25 @@ stops the engine with its own lifespan.
 
 from __future__ import annotations
 
-import hmac
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from kairos.andes.engine.api import EngineClient
 from kairos.andes.server.errors import APIError, install_error_handlers
 from kairos.andes.server.generation import GenerationHandler
-from kairos.andes.server.middleware import StatusCounter
 from kairos.andes.server.prometheus import CONTENT_TYPE, ServerCounters, render_metrics
 from kairos.andes.server.protocol import ModelCard, ModelList
 from kairos.andes.server.settings import ServerSettings
+from kairos.runtime.auth import api_key_dependency
+from kairos.runtime.middleware import StatusCounter
 
 STATIC_DIR = Path(__file__).parent / "static"
-
-
-def _api_key_check(settings: ServerSettings) -> Any:
-    """A dependency that enforces `Authorization: Bearer <api_key>` when a key is set."""
-    expected = settings.api_key.encode() if settings.api_key else None
-
-    def require_key(request: Request) -> None:
-        if expected is None:
-            return
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), expected):
-            raise APIError(
-                401,
-                "Incorrect or missing API key; send 'Authorization: Bearer <key>'.",
-                code="invalid_api_key",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-
-    return Depends(require_key)
 
 
 def _mount_static(app: FastAPI, directory: Path) -> None:
@@ -86,8 +66,8 @@ def create_app(engine: EngineClient, settings: ServerSettings | None = None) -> 
     app.state.settings = settings
     app.state.counters = counters
     install_error_handlers(app)
-    app.add_middleware(StatusCounter, counters=counters)
-    auth = _api_key_check(settings)
+    app.add_middleware(StatusCounter, counts=counters.http_responses)
+    auth = api_key_dependency(settings.api_key)
 
     @app.post("/v1/chat/completions", dependencies=[auth])
     async def chat_completions(request: Request) -> Response:

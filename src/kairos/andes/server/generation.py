@@ -8,22 +8,19 @@ engine stream exists, every exit path closes it, which is the engine's abort sig
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 
 from kairos.andes.engine.api import EngineClient, TokenEvent
 from kairos.andes.server.admission import GenerationRequest, engine_inputs
-from kairos.andes.server.disconnect import ClientGone, close_quietly, until_disconnected
 from kairos.andes.server.errors import APIError, validation_error
-from kairos.andes.server.middleware import CLIENT_CLOSED
 from kairos.andes.server.prometheus import ServerCounters
 from kairos.andes.server.protocol import (
     FIELD_NAMES,
@@ -43,50 +40,13 @@ from kairos.andes.server.streaming import (
     EngineStreamResponse,
     sse_events,
 )
+from kairos.runtime.disconnect import ClientGone, close_quietly, until_disconnected
+from kairos.runtime.json_body import read_json
+from kairos.runtime.middleware import CLIENT_CLOSED
 
 log = logging.getLogger(__name__)
 
 Kind = Literal["chat", "completion"]
-
-
-async def read_json(request: Request, limit: int) -> dict[str, Any]:
-    """The body as a JSON object, refusing more than `limit` bytes before reading all of it."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    body = bytearray()
-    try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                raise _too_large(limit)
-    except ClientDisconnect:
-        raise ClientGone() from None
-    if not body.strip():
-        raise APIError(400, "The request body is empty; send a JSON object.")
-    try:
-        payload = json.loads(bytes(body), parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        raise APIError(
-            400,
-            f"We could not parse the JSON body of your request: {exc.msg} "
-            f"(line {exc.lineno}, column {exc.colno}).",
-        ) from None
-    except ValueError as exc:  # bad UTF-8, or NaN / Infinity
-        raise APIError(400, f"We could not parse the JSON body of your request: {exc}.") from None
-    if not isinstance(payload, dict):
-        raise APIError(400, "The request body must be a JSON object.")
-    return payload
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a valid JSON number")
-
-
-def _too_large(limit: int) -> APIError:
-    return APIError(
-        413, f"The request body is larger than {limit} bytes.", code="request_too_large"
-    )
 
 
 class GenerationHandler:

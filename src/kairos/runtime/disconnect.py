@@ -1,8 +1,9 @@
-"""Noticing that the client has gone, and closing engine streams so their requests abort.
+"""Noticing that the HTTP client has gone, and closing async streams without raising.
 
-A request whose client has left must stop costing GPU time and KV blocks at once (a queued
-request can wait long under overload). Closing the engine's iterator is the engine's abort
-signal (`EngineClient.generate`), so every path out of a handler closes it.
+A request whose client has left must stop costing accelerator time at once (a queued request
+can wait long under overload). For a streaming engine, closing its iterator is the abort signal
+(Andes' `EngineClient.generate`), so every path out of a handler closes it. Shared by every
+system's server.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class ClientGone(Exception):
 
 
 async def close_quietly(events: AsyncIterator[Any]) -> None:
-    """`aclose()` an engine stream, shielded from cancellation; log (never raise) failures."""
+    """`aclose()` a stream, shielded from cancellation; log (never raise) failures."""
     aclose = getattr(events, "aclose", None)
     if aclose is None:
         return
@@ -32,7 +33,7 @@ async def close_quietly(events: AsyncIterator[Any]) -> None:
         try:
             await aclose()
         except Exception:
-            log.exception("closing an engine stream failed")
+            log.exception("closing a stream failed")
 
 
 async def until_disconnected(request: Request, work: Callable[[], Awaitable[T]]) -> T:

@@ -1,4 +1,4 @@
-"""Counting HTTP answers by status for `/metrics`, as a plain ASGI wrapper.
+"""Counting HTTP answers by status for `/metrics`, as a plain ASGI wrapper (every server).
 
 A pure ASGI middleware (not Starlette's BaseHTTPMiddleware) so that streaming responses pass
 through untouched and client disconnects still reach the handlers.
@@ -6,19 +6,19 @@ through untouched and client disconnects still reach the handlers.
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from collections import Counter
 
-from kairos.andes.server.prometheus import ServerCounters
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CLIENT_CLOSED = 499  # nginx's code for "client closed the connection before the answer"
 
 
 class StatusCounter:
-    """Adds one to `counters.http_responses[status]` per HTTP request."""
+    """Adds one to `counts[status]` per HTTP request (499 if the client left first)."""
 
-    def __init__(self, app: ASGIApp, counters: ServerCounters) -> None:
+    def __init__(self, app: ASGIApp, counts: Counter[int]) -> None:
         self.app = app
-        self.counters = counters
+        self.counts = counts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -38,4 +38,4 @@ class StatusCounter:
             status = status or 500  # Starlette's outer error middleware answers 500
             raise
         finally:
-            self.counters.http_responses[status or CLIENT_CLOSED] += 1
+            self.counts[status or CLIENT_CLOSED] += 1

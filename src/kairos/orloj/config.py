@@ -1,0 +1,55 @@
+"""Orloj's parameters (spec 3.6, with the profile-window ones of 3.1), validated at the edge."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from kairos.orloj.batchdist import BatchLatencyModel, BatchMode, parse_estimator
+
+BsOrder = Literal["paper", "clockwork_priority"]
+IndexKind = Literal["hull", "bruteforce"]
+
+
+class OrlojConfig(BaseModel):
+    """Every knob of Algorithm 4.1; defaults are the spec's ([D] paper, [P] proposed)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # batch sizes the model supports (Clockwork's compiled sizes); must contain 1, so the
+    # iteration is work-conserving (Q_1 is fillable whenever anything is pending)
+    batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16)
+    b: float = Field(1e-4, gt=0)  # rate of the anticipated delay τ ~ Exp(b), per ms [D]
+    cost: float = Field(1.0, gt=0)  # the step cost c of a missed deadline [D]
+    # point estimate of L_B used to drop requests: mean | min | quantile:q
+    drop_estimator: str = "mean"
+    batch_dist_mode: BatchMode = "own+mixture"  # who fills the other k-1 slots (spec 3.3)
+    bs_order: BsOrder = "paper"  # candidate batch size: literal pseudocode, or Clockwork's
+    schedule_ahead_ms: float = Field(0.0, ge=0)  # plan the next batch this early
+    reset_exponent: float = Field(100.0, gt=0, le=600)  # move the time base at b(t-t0) >= this
+    n_bins: int = Field(64, ge=2, le=4096)  # bins of the model-wide latency grid
+    index: IndexKind = "hull"  # the priority index: kinetic hull or a numpy scan
+    pooled: bool = False  # ablation: ignore app tags, one pooled distribution for everyone
+    batch_model: BatchLatencyModel = BatchLatencyModel()  # g_k(l) = a_k + s_k l
+    window_ms: float = Field(300_000.0, gt=0)  # profile memory window (two generations)
+    min_window_samples: int = Field(100, ge=1)  # current window alone once it holds this many
+    grid_headroom: float = Field(1.05, ge=1.0)  # grid top = headroom x largest sample
+    # a profile snapshot rebuilds the tables when samples arrive, the window turns over, or
+    # an app's share of arrivals moved by more than this
+    weight_tolerance: float = Field(0.01, ge=0)
+
+    @field_validator("batch_sizes")
+    @classmethod
+    def _sizes(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if not v or any(b < 1 for b in v) or list(v) != sorted(set(v)):
+            raise ValueError("batch_sizes must be distinct positive integers, increasing")
+        if v[0] != 1:
+            raise ValueError("batch_sizes must include 1 (a lone request must be runnable)")
+        return v
+
+    @field_validator("drop_estimator")
+    @classmethod
+    def _estimator(cls, v: str) -> str:
+        parse_estimator(v)
+        return v

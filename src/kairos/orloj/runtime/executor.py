@@ -1,0 +1,254 @@
+"""The worker: owns the model and runs one batch at a time, non-preemptively.
+
+A batch handed over while another runs waits in FIFO order (that is how schedule-ahead
+policies such as Clockwork submit actions early). A batch carrying `latest_start` that cannot
+start by then is rejected without running, failing all its members: Clockwork's action window,
+which the worker, not the policy, must enforce. Profiler re-runs (one request alone) are handed
+over only while the worker is idle (the dispatcher's job) and run like batches.
+
+Two ways to host the model, behind one interface (`submit`, `submit_solo`, results to a
+`deliver` callback on a background thread): `ProcessExecutor` (`process.py`, the default for
+serving: its own interpreter, so the frontend's Python work cannot slow the model through the
+GIL) and `ThreadExecutor` here (a thread in this process: fast to start, for tests and quick
+experiments, but timings suffer whenever the frontend is busy).
+
+Timing is wall clock around the forward pass (with a device synchronize on a GPU) on the
+executor's clock (`now_ms`, a monotonic clock shared by both processes), which the dispatcher
+uses too, so start and end times compare directly with deadlines. The model runs under
+`torch.inference_mode()` with `torch.set_num_threads(threads)` (1 by default: on a two-core
+box the other core is left to the frontend) after a warm-up of every batch size.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from pydantic import BaseModel
+
+from kairos.orloj.policy import Batch, Request
+from kairos.orloj.runtime.models import ServedModel
+from kairos.sim.clock import WallClock
+
+if TYPE_CHECKING:
+    from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    """What became of a submitted batch: run (outputs in member order), rejected, or failed."""
+
+    batch: Batch
+    start_ms: float
+    end_ms: float
+    outputs: list[dict[str, Any]] | None = None
+    rejected: bool = False
+    error: str | None = None
+
+    @property
+    def measured_ms(self) -> float:
+        """The batch's wall time; NaN when it did not run (what policies expect then)."""
+        return self.end_ms - self.start_ms if self.outputs is not None else math.nan
+
+
+@dataclass(frozen=True)
+class SoloRun:
+    """A profiler re-run of one finished request at batch size 1."""
+
+    request: Request
+    solo_ms: float
+    error: str | None = None
+
+
+Delivery = Callable[[BatchRun | SoloRun], None]
+
+
+def configure_threads(threads: int, flush_denormal: bool = False) -> None:
+    """Intra-op threads (torch's setting is per process) and, only in a worker process of its
+    own, no slow denormals (flush-to-zero is process-global CPU state: in a shared process it
+    would change every other library's floating point)."""
+    torch.set_num_threads(threads)
+    if flush_denormal:
+        torch.set_flush_denormal(True)
+
+
+def perf_ms() -> float:
+    return time.perf_counter() * 1e3
+
+
+def timed_run(
+    model: ServedModel, xs: Sequence[BaseModel], clock_ms: Callable[[], float]
+) -> tuple[list[dict[str, Any]], float, float]:
+    """Run one batch; (outputs, start, end) on `clock_ms`, device work included."""
+    start = clock_ms()
+    outputs = model.run(xs)
+    model.synchronize()
+    return outputs, start, clock_ms()
+
+
+def warm_up(model: ServedModel, sizes: Iterable[int]) -> None:
+    """Run every input class alone and the costliest class at every batch size once, so lazy
+    allocations and kernel selection do not land on the first real requests."""
+    classes = list(model.classes().values())
+    for x in classes:
+        model.run([x])
+    for k in sizes:
+        model.run([classes[-1]] * k)
+    model.synchronize()
+
+
+# One job, run where the model lives: (start, end, outputs, rejected, error).
+JobResult = tuple[float, float, list[dict[str, Any]] | None, bool, str | None]
+
+
+def execute(
+    model: ServedModel, xs: Sequence[BaseModel], latest: float | None, clock_ms: Callable[[], float]
+) -> JobResult:
+    now = clock_ms()
+    if latest is not None and now > latest:
+        return now, now, None, True, None
+    try:
+        outputs, start, end = timed_run(model, xs, clock_ms)
+    except Exception as exc:
+        log.exception("a batch of %d failed", len(xs))
+        return now, clock_ms(), None, False, f"{type(exc).__name__}: {exc}"
+    return start, end, outputs, False, None
+
+
+class Executor(ABC):
+    """The shared half: the clock, job bookkeeping, turning job results into runs."""
+
+    def __init__(self, model: ServedModel) -> None:
+        self.model = model
+        self.clock = WallClock()
+        self.deliver: Delivery = lambda _run: None  # set by the dispatcher that uses it
+        self._jobs: dict[int, Batch | Request] = {}
+        self._next_job = 0
+        self._lock = threading.Lock()
+
+    def now_ms(self) -> float:
+        """Milliseconds on the monotonic clock every party uses (any thread or process)."""
+        return self.clock.now() * 1e3
+
+    @property
+    def outstanding(self) -> int:
+        """Jobs submitted and not yet reported back."""
+        return len(self._jobs)
+
+    @property
+    @abstractmethod
+    def alive(self) -> bool: ...
+
+    @abstractmethod
+    def start(self) -> None:
+        """Build/warm up the worker; returns once it takes jobs."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Finish the running job, drop queued ones, end the worker."""
+
+    @abstractmethod
+    def calibrate(self, config: CalibrationConfig | None = None) -> Calibration:
+        """Calibrate the model where it runs (before serving)."""
+
+    @abstractmethod
+    def _send(self, job: int, xs: list[Any], latest: float | None) -> None: ...
+
+    def _register(self, item: Batch | Request) -> int:
+        with self._lock:
+            job, self._next_job = self._next_job, self._next_job + 1
+            self._jobs[job] = item
+        return job
+
+    def submit(self, batch: Batch) -> None:
+        job = self._register(batch)
+        self._send(job, [_payload(r) for r in batch.requests], batch.latest_start)
+
+    def submit_solo(self, request: Request) -> None:
+        self._send(self._register(request), [_payload(request)], None)
+
+    def _finished(self, job: int, result: JobResult) -> None:
+        with self._lock:
+            item = self._jobs[job]
+        start, end, outputs, rejected, error = result
+        try:
+            if isinstance(item, Request):
+                solo = end - start if outputs is not None else math.nan
+                self.deliver(SoloRun(item, solo, error))
+            else:
+                self.deliver(BatchRun(item, start, end, outputs, rejected, error))
+        finally:
+            with self._lock:
+                del self._jobs[job]
+
+    def _fail_all(self, reason: str) -> None:
+        with self._lock:
+            jobs = sorted(self._jobs)
+        now = self.now_ms()
+        for job in jobs:
+            self._finished(job, (now, now, None, False, reason))
+
+
+def _payload(r: Request) -> BaseModel:
+    if not isinstance(r.payload, BaseModel):
+        raise TypeError(f"request {r.request_id} has no validated input payload")
+    return r.payload
+
+
+class ThreadExecutor(Executor):
+    def __init__(
+        self, model: ServedModel, threads: int = 1, warm_sizes: Sequence[int] = (1, 2, 4, 8, 16)
+    ) -> None:
+        super().__init__(model)
+        self.threads, self.warm_sizes = threads, tuple(warm_sizes)
+        self._queue: list[tuple[int, list[Any], float | None] | None] = []
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._loop, name="orloj-worker", daemon=True)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def start(self) -> None:
+        configure_threads(self.threads)
+        warm_up(self.model, self.warm_sizes)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._queue = [None]  # drop what waits; the dispatcher fails its requests
+            self._cond.notify()
+        if self._thread.is_alive():
+            self._thread.join(30.0)
+
+    def calibrate(self, config: CalibrationConfig | None = None) -> Calibration:
+        from kairos.orloj.runtime.calibrate import calibrate
+
+        if self.outstanding:
+            raise RuntimeError("calibrate the worker before serving, not during")
+        return calibrate(self.model, config)
+
+    def _send(self, job: int, xs: list[Any], latest: float | None) -> None:
+        with self._cond:
+            self._queue.append((job, xs, latest))
+            self._cond.notify()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                item = self._queue.pop(0)
+            if item is None:
+                return
+            job, xs, latest = item
+            self._finished(job, execute(self.model, xs, latest, self.now_ms))

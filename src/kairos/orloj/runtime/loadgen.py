@@ -1,0 +1,175 @@
+"""The open-loop load generator: replay a recorded (arrival time, app, input) trace over HTTP.
+
+As in the paper, inputs are drawn once and the sequence is recorded, then replayed in real time
+against every system, so differences come from scheduling alone (spec 4, 6.2). Open loop: each
+request is sent at its recorded time whatever happened to the earlier ones (a closed-loop
+client would slow down exactly when the server falls behind and hide the overload). Arrivals
+are bursty Poisson by default (`kairos.orloj.arrivals`), mixed over the model's applications.
+
+The report counts a request as finished only if the server answered 200 with outcome `ok`
+(deadline met, measured by the server from the request's arrival); 429/503, other errors and
+transport failures count against the finish rate like drops do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from kairos.orloj import arrivals
+from kairos.orloj.runtime.models import ServedModel
+
+
+@dataclass(frozen=True)
+class TraceItem:
+    arrival_ms: float
+    app: str
+    input: dict[str, Any]
+    slo_ms: float | None = None  # None: the replay's default SLO
+
+
+def make_trace(
+    model: ServedModel,
+    apps: Mapping[str, Sequence[str]],
+    rate_per_s: float,
+    n: int,
+    seed: int = 0,
+    arrival: arrivals.ArrivalKind = "bursty",
+    burst_sigma: float = 0.5,
+) -> list[TraceItem]:
+    """`n` requests at `rate_per_s` on average: apps with equal shares, each drawing one of its
+    input classes uniformly."""
+    if rate_per_s <= 0 or n < 1:
+        raise ValueError("need rate_per_s > 0 and n >= 1")
+    rng = np.random.default_rng(seed)
+    times = arrivals.generate(arrival, n, rate_per_s / 1e3, rng, sigma=burst_sigma)
+    names = sorted(apps)
+    items = []
+    for t in times:
+        app = names[int(rng.integers(len(names)))]
+        cls = apps[app][int(rng.integers(len(apps[app])))]
+        items.append(TraceItem(float(t), app, model.random_input(cls, rng)))
+    return items
+
+
+def save_trace(items: Sequence[TraceItem], path: str | Path) -> Path:
+    """JSON lines, one request each: {arrival_ms, app, input, slo_ms}."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(asdict(i)) + "\n" for i in items))
+    return path
+
+
+def load_trace(path: str | Path) -> list[TraceItem]:
+    items = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            slo = None if d.get("slo_ms") is None else float(d["slo_ms"])
+            items.append(TraceItem(float(d["arrival_ms"]), str(d["app"]), dict(d["input"]), slo))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}:{n}: not a trace record ({exc})") from None
+    items.sort(key=lambda i: i.arrival_ms)
+    return items
+
+
+@dataclass(frozen=True)
+class Reply:
+    app: str
+    status: int  # HTTP status; 0 for a transport failure
+    outcome: str  # ok | late | timed_out | http_<status> | error
+    latency_ms: float  # as seen by the client
+    server_latency_ms: float | None
+    batch_size: int
+    send_lag_ms: float  # how late the client sent it (event-loop lag)
+
+
+@dataclass
+class LoadReport:
+    replies: list[Reply]
+    duration_s: float
+
+    def summary(self) -> dict[str, Any]:
+        n = len(self.replies)
+        outcomes = Counter(r.outcome for r in self.replies)
+        by_app: dict[str, list[bool]] = {}
+        for r in self.replies:
+            by_app.setdefault(r.app, []).append(r.outcome == "ok")
+        ok_lat = [r.latency_ms for r in self.replies if r.outcome == "ok"]
+        sizes = [r.batch_size for r in self.replies if r.batch_size > 0]
+        return {
+            "requests": n,
+            "finish_rate": outcomes["ok"] / n if n else float("nan"),
+            "outcomes": dict(sorted(outcomes.items())),
+            "finish_rate_by_app": {a: float(np.mean(v)) for a, v in sorted(by_app.items())},
+            "goodput_rps": outcomes["ok"] / self.duration_s if self.duration_s > 0 else 0.0,
+            "latency_ok_p50_ms": float(np.percentile(ok_lat, 50)) if ok_lat else float("nan"),
+            "latency_ok_p99_ms": float(np.percentile(ok_lat, 99)) if ok_lat else float("nan"),
+            "mean_batch_size": float(np.mean(sizes)) if sizes else 0.0,
+            "send_lag_p99_ms": float(np.percentile([r.send_lag_ms for r in self.replies], 99))
+            if n
+            else 0.0,
+            "duration_s": self.duration_s,
+        }
+
+
+async def _send(client: httpx.AsyncClient, item: TraceItem, slo_ms: float, lag_ms: float) -> Reply:
+    body = {"app": item.app, "slo_ms": item.slo_ms or slo_ms, "input": item.input}
+    t0 = time.perf_counter()
+    try:
+        resp = await client.post("/v1/infer", json=body)
+    except httpx.HTTPError:
+        return Reply(item.app, 0, "error", (time.perf_counter() - t0) * 1e3, None, 0, lag_ms)
+    latency = (time.perf_counter() - t0) * 1e3
+    if resp.status_code != 200:
+        return Reply(item.app, resp.status_code, f"http_{resp.status_code}", latency, None, 0,
+                     lag_ms)  # fmt: skip
+    d = resp.json()
+    return Reply(item.app, 200, str(d["outcome"]), latency, float(d["latency_ms"]),
+                 int(d["batch_size"]), lag_ms)  # fmt: skip
+
+
+async def replay(
+    url: str,
+    items: Sequence[TraceItem],
+    slo_ms: float,
+    api_key: str | None = None,
+    timeout_s: float = 60.0,
+) -> LoadReport:
+    """Send every item at its recorded time (relative to the first), wait for all answers."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
+    async with httpx.AsyncClient(
+        base_url=url, headers=headers, timeout=timeout_s, limits=limits
+    ) as client:
+        tasks = []
+        first = items[0].arrival_ms if items else 0.0
+        start = time.perf_counter()
+        for item in items:
+            due = (item.arrival_ms - first) / 1e3
+            delay = due - (time.perf_counter() - start)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            lag = max(0.0, (time.perf_counter() - start - due) * 1e3)
+            tasks.append(asyncio.create_task(_send(client, item, slo_ms, lag)))
+        replies = list(await asyncio.gather(*tasks))
+        duration = time.perf_counter() - start
+    return LoadReport(replies, duration)
+
+
+def run_load(
+    url: str, items: Sequence[TraceItem], slo_ms: float, api_key: str | None = None
+) -> LoadReport:
+    """`replay` from synchronous code (its own event loop)."""
+    return asyncio.run(replay(url, items, slo_ms, api_key))

@@ -1,0 +1,196 @@
+"""The HTTP API of the real Orloj server (FastAPI on asyncio; needs the `serve` extra).
+
+`POST /v1/infer` with `{"app": "easy", "slo_ms": 150, "input": {"exit": 1}}` (the `input`
+object is the served model's: `{"exit": 1..4, "seed"}` for the early-exit CNN,
+`{"tokens": [...], "n_new": 12}` for the decoder, `{"seed"}` for the static CNN; an optional
+`"model"` must name the served one). The request goes to the policy-driven dispatcher and the
+answer comes when it ended: `{outcome, deadline_met, latency_ms, queue_ms, batch_size, output}`.
+A request the policy dropped or the worker rejected is still a 200 with `outcome: "timed_out"`:
+that is a scheduling result, not a protocol error. Errors use the shared JSON error shape and
+name the offending field: 400 malformed or invalid, 401 bad key, 404 unknown app or model,
+413 body too large, 429 too many open requests (with Retry-After), 503 not running.
+`GET /v1/stats` (JSON), `/health` and `/metrics` (Prometheus) report the run.
+
+Loopback by default; set `api_key` before exposing it. A client that disconnects does not
+cancel its request: batches are non-preemptive and policies have no cancel, so it runs and its
+answer is discarded.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator, Collection, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kairos.orloj.runtime.dispatcher import Dispatcher, Overloaded, Unavailable
+from kairos.orloj.runtime.report import json_safe, render_metrics, summary
+from kairos.runtime.auth import api_key_dependency
+from kairos.runtime.disconnect import ClientGone
+from kairos.runtime.errors import APIError, install_error_handlers, validation_error
+from kairos.runtime.json_body import read_json
+from kairos.runtime.middleware import CLIENT_CLOSED, StatusCounter
+from kairos.runtime.prometheus import CONTENT_TYPE
+
+
+class RuntimeSettings(BaseModel):
+    """How the server listens and protects itself; safe defaults for a laptop."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    api_key: str | None = Field(None, min_length=1)
+    max_body_bytes: int = Field(64 * 1024, ge=64)
+    max_open: int = Field(1024, ge=1, description="open requests at which new ones get 429")
+    retry_after_s: int = Field(1, ge=0)
+    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
+
+
+class InferRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    app: str = Field(min_length=1, max_length=128, description="the caller's application")
+    slo_ms: float = Field(gt=0, le=3_600_000, description="deadline = arrival + slo_ms")
+    input: dict[str, Any] = Field(description="the served model's input object")
+    model: str | None = Field(None, description="if given, must be the served model")
+
+
+FIELDS = frozenset(InferRequest.model_fields)
+
+
+def _invalid(exc: ValidationError, fields: frozenset[str]) -> APIError:
+    """A 400 naming the offending field, an unknown one included (our schemas forbid extras)."""
+    unknown = {str(e["loc"][-1]) for e in exc.errors() if e["type"] == "extra_forbidden"}
+    return validation_error(exc, fields | unknown)
+
+
+def _input_error(exc: ValidationError, schema: type[BaseModel]) -> APIError:
+    """A 400 naming the field inside `input` (e.g. `input.exit`)."""
+    err = _invalid(exc, frozenset(schema.model_fields))
+    param = f"input.{err.param}" if err.param else "input"
+    message = err.message.replace(f"'{err.param}'", f"'{param}'", 1) if err.param else err.message
+    return APIError(400, message, param=param, code=err.code)
+
+
+def create_app(
+    dispatcher: Dispatcher,
+    apps: Collection[str],
+    settings: RuntimeSettings | None = None,
+    info: Mapping[str, Any] | None = None,
+) -> FastAPI:
+    """An app serving `dispatcher` for the applications `apps`; `info` (e.g. the calibration
+    check) is included in `/v1/stats`."""
+    settings = settings or RuntimeSettings()
+    model = dispatcher.model
+    known = frozenset(apps)
+    http_counts: Counter[int] = Counter()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await dispatcher.start()
+        try:
+            yield
+        finally:
+            await dispatcher.stop()
+
+    app = FastAPI(
+        title="kairos Orloj", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
+    install_error_handlers(app)
+    app.add_middleware(StatusCounter, counts=http_counts)
+    auth = api_key_dependency(settings.api_key)
+
+    def overloaded(message: str) -> APIError:
+        retry = settings.retry_after_s
+        return APIError(
+            429,
+            f"{message}; retry after {retry} s.",
+            code="rate_limit_exceeded",
+            headers={"Retry-After": str(retry)},
+        )
+
+    def unavailable(message: str) -> APIError:
+        return APIError(503, message, code="unavailable", headers={"Retry-After": "1"})
+
+    async def parse(request: Request) -> tuple[InferRequest, BaseModel]:
+        body = await read_json(request, settings.max_body_bytes)
+        try:
+            req = InferRequest.model_validate(body)
+        except ValidationError as exc:
+            raise _invalid(exc, FIELDS) from None
+        if req.model is not None and req.model != model.kind:
+            raise APIError(
+                404,
+                f"The model '{req.model}' is not served here; this server serves '{model.kind}'.",
+                param="model",
+                code="model_not_found",
+            )
+        if req.app not in known:
+            raise APIError(
+                404,
+                f"Unknown app '{req.app}'; this server knows {sorted(known)}.",
+                param="app",
+                code="app_not_found",
+            )
+        try:
+            x = model.parse(req.input)
+        except ValidationError as exc:
+            raise _input_error(exc, model.input_schema) from None
+        return req, x
+
+    @app.post("/v1/infer", dependencies=[auth])
+    async def infer(request: Request) -> Response:
+        if not dispatcher.running:
+            raise unavailable("The Orloj worker is not running.")
+        if dispatcher.open_requests >= settings.max_open:  # refuse before reading the body
+            raise overloaded(f"The server is overloaded ({dispatcher.open_requests} open)")
+        try:
+            req, x = await parse(request)
+        except ClientGone:
+            return Response(status_code=CLIENT_CLOSED)
+        try:
+            done = await dispatcher.submit(req.app, req.slo_ms, x)
+        except Overloaded as exc:
+            raise overloaded(f"The server is overloaded: {exc}") from None
+        except Unavailable as exc:
+            raise unavailable(f"The Orloj worker is not serving: {exc}.") from None
+        if done.error is not None:
+            raise APIError(500, f"The model failed on this batch: {done.error}")
+        return JSONResponse(
+            {
+                "id": f"orloj-{done.request_id}",
+                "app": done.app,
+                "policy": dispatcher.policy.name,
+                "model": model.kind,
+                "outcome": done.outcome.value,
+                "deadline_met": done.outcome.value == "ok",
+                "latency_ms": round(done.latency_ms, 3),
+                "queue_ms": round(done.queue_ms, 3),
+                "batch_size": done.batch_size,
+                "rejected": done.rejected,
+                "output": done.output,
+            }
+        )
+
+    @app.get("/v1/stats", dependencies=[auth])
+    async def stats() -> JSONResponse:
+        body = {**summary(dispatcher), "apps": sorted(known), **dict(info or {})}
+        return JSONResponse(json_safe(body))
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        ok = dispatcher.running
+        body = {"status": "ok" if ok else "unavailable", "policy": dispatcher.policy.name}
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    @app.get("/metrics")
+    async def metrics() -> PlainTextResponse:
+        text = render_metrics(dispatcher, http_counts)
+        return PlainTextResponse(text, media_type=CONTENT_TYPE)
+
+    return app

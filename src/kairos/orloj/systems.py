@@ -1,0 +1,103 @@
+"""Named systems: build any compared scheduler from a name and a few workload facts.
+
+Experiments, tests and the CLI refer to systems by name (`orloj`, `clockwork`, `nexus`,
+`clipper`, ...). What a system may know is fixed here, the same for all: the batch-latency
+model g_k (each system profiles it offline), the supported batch sizes, the SLO, and the
+expected arrival rate (Nexus plans from it). Solo-latency knowledge arrives through
+`on_profile` (the simulator's warm start), never from the recording itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from kairos.orloj.baselines import (
+    ClipperPolicy,
+    ClockworkPolicy,
+    EDFPolicy,
+    NexusPolicy,
+    TimeoutBatcher,
+)
+from kairos.orloj.baselines.common import DEFAULT_BATCH_SIZES
+from kairos.orloj.batchdist import BatchLatencyModel
+from kairos.orloj.policy import BatchPolicy
+
+PAPER_SYSTEMS = ("clipper", "nexus", "clockwork", "orloj")  # Appendix C's column order
+EXTRA_SYSTEMS = ("clipper-drop", "edf", "timeout")
+SYSTEM_NAMES = PAPER_SYSTEMS + EXTRA_SYSTEMS
+
+Builder = Callable[..., BatchPolicy]
+
+
+def _orloj(
+    model: BatchLatencyModel, slo_ms: float, rate: float | None, sizes: Sequence[int], **kw: Any
+) -> BatchPolicy:
+    from kairos.orloj.scheduler import OrlojPolicy
+
+    return OrlojPolicy(batch_model=model, sizes=tuple(sizes), **kw)
+
+
+def _clockwork(
+    model: BatchLatencyModel, slo_ms: float, rate: float | None, sizes: Sequence[int], **kw: Any
+) -> BatchPolicy:
+    return ClockworkPolicy(model, sizes, **kw)
+
+
+def _nexus(
+    model: BatchLatencyModel, slo_ms: float, rate: float | None, sizes: Sequence[int], **kw: Any
+) -> BatchPolicy:
+    return NexusPolicy(model, slo_ms, sizes, rate_per_ms=rate, **kw)
+
+
+def _clipper(
+    model: BatchLatencyModel, slo_ms: float, rate: float | None, sizes: Sequence[int], **kw: Any
+) -> BatchPolicy:
+    return ClipperPolicy(slo_ms, cap=max(sizes), **kw)
+
+
+def _clipper_drop(
+    model: BatchLatencyModel, slo_ms: float, rate: float | None, sizes: Sequence[int], **kw: Any
+) -> BatchPolicy:
+    return ClipperPolicy(slo_ms, cap=max(sizes), drop_expired=True, **kw)
+
+
+def _edf(
+    model: BatchLatencyModel, slo_ms: float, rate: float | None, sizes: Sequence[int], **kw: Any
+) -> BatchPolicy:
+    return EDFPolicy(model, sizes, **kw)
+
+
+def _timeout(
+    model: BatchLatencyModel, slo_ms: float, rate: float | None, sizes: Sequence[int], **kw: Any
+) -> BatchPolicy:
+    return TimeoutBatcher(max_batch_size=max(sizes), **kw)
+
+
+BUILDERS: dict[str, Builder] = {
+    "orloj": _orloj,
+    "clockwork": _clockwork,
+    "nexus": _nexus,
+    "clipper": _clipper,
+    "clipper-drop": _clipper_drop,
+    "edf": _edf,
+    "timeout": _timeout,
+}
+
+
+def make_system(
+    name: str,
+    *,
+    model: BatchLatencyModel,
+    slo_ms: float,
+    rate_per_ms: float | None = None,
+    sizes: Sequence[int] = DEFAULT_BATCH_SIZES,
+    options: Mapping[str, Any] | None = None,
+) -> BatchPolicy:
+    """A fresh policy object; `options` are the system's own keyword arguments."""
+    if name not in BUILDERS:
+        raise ValueError(f"unknown system {name!r}; choose from {', '.join(SYSTEM_NAMES)}")
+    try:
+        return BUILDERS[name](model, slo_ms, rate_per_ms, sizes, **dict(options or {}))
+    except TypeError as exc:
+        raise ValueError(f"bad options for {name}: {exc}") from None

@@ -1,0 +1,178 @@
+"""Helpers shared by the Venn experiments: policy x workload x seed sweeps, speed-ups, output.
+
+Speed-ups are computed per seed (same job trace and device fleet for every policy of a seed)
+and then averaged, so the spread across seeds is reported as well as the mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from kairos.experiments import ExperimentContext
+from kairos.report import print_table, save_line_plot, write_result
+from kairos.venn.experiments.point import VennPoint, run_point
+
+BASELINES = ("random", "fifo", "srsf", "venn")
+QUICK_SEEDS = (1, 2)
+FULL_SEEDS = (1, 2, 3)
+
+
+def run_grid(
+    ctx: ExperimentContext,
+    base: VennPoint,
+    cells: Sequence[Mapping[str, Any]],
+    policies: Mapping[str, Mapping[str, Any]],
+    seeds: Sequence[int],
+    description: str,
+) -> list[dict[str, Any]]:
+    """Run every (cell, policy label, seed). A cell is a dict of VennPoint updates (nested
+    dicts update `workload`/`fleet`/`sim` fields); a policy label maps to point updates.
+
+    Returns one row per (cell, label, seed) with the cell's keys, `label`, `seed` and the
+    point's result.
+    """
+    points: list[dict[str, Any]] = []
+    meta: list[dict[str, Any]] = []
+    for cell in cells:
+        for label, upd in policies.items():
+            for seed in seeds:
+                points.append(_merge(base, {**cell, **upd, "seed": seed}))
+                meta.append({**_flat(cell), "label": label, "seed": seed})
+    results = ctx.sweep(run_point, base, points, description=description)
+    return [{**m, **r} for m, r in zip(meta, results, strict=True)]
+
+
+def _merge(base: VennPoint, upd: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in upd.items():
+        current = getattr(base, key, None)
+        if isinstance(value, Mapping) and isinstance(current, BaseModel):
+            out[key] = {**current.model_dump(), **value}
+        else:
+            out[key] = value
+    return out
+
+
+def _flat(cell: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in cell.items():
+        if isinstance(value, Mapping):
+            out.update(value)
+        else:
+            out[key] = value
+    return out
+
+
+def speedups(
+    rows: Sequence[Mapping[str, Any]], keys: Sequence[str], base_label: str = "random"
+) -> list[dict[str, Any]]:
+    """Per (cell keys, label): mean JCT and mean ± std of the per-seed speed-up over base."""
+    by: dict[tuple[Any, ...], dict[str, dict[int, float]]] = {}
+    for r in rows:
+        cell = tuple(r[k] for k in keys)
+        by.setdefault(cell, {}).setdefault(r["label"], {})[r["seed"]] = float(r["avg_jct"])
+    out = []
+    for cell, labels in by.items():
+        base = labels.get(base_label, {})
+        for label, per_seed in labels.items():
+            ratios = [base[s] / v for s, v in per_seed.items() if s in base and v > 0]
+            out.append(
+                {
+                    **dict(zip(keys, cell, strict=True)),
+                    "policy": label,
+                    "avg_jct_h": float(np.mean(list(per_seed.values()))) / 3600.0,
+                    "speedup": float(np.mean(ratios)) if ratios else float("nan"),
+                    "speedup_std": float(np.std(ratios)) if ratios else float("nan"),
+                    "seeds": len(per_seed),
+                }
+            )
+    return out
+
+
+def subset_speedup(
+    rows: Sequence[Mapping[str, Any]],
+    label: str,
+    pick: Callable[[Sequence[Mapping[str, Any]]], list[int]],
+    base_label: str = "random",
+) -> float:
+    """Mean over seeds of avgJCT(base)/avgJCT(label) on the jobs `pick(jobs_table)` keeps.
+
+    Both runs of a seed share the job trace, so the subset is the same jobs in both."""
+    per_seed: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    for r in rows:
+        per_seed.setdefault(r["seed"], {})[r["label"]] = r["jobs_table"]
+    ratios = []
+    for tables in per_seed.values():
+        if label not in tables or base_label not in tables:
+            continue
+        keep = pick(tables[base_label])
+        if not keep:
+            continue
+        ours = _mean_jct([tables[label][i] for i in keep])
+        base = _mean_jct([tables[base_label][i] for i in keep])
+        if 0 < ours < float("inf"):
+            ratios.append(base / ours)
+    return float(np.mean(ratios)) if ratios else float("nan")
+
+
+def by_class(cls: str) -> Callable[[Sequence[Mapping[str, Any]]], list[int]]:
+    return lambda jobs: [i for i, j in enumerate(jobs) if j["requirement"] == cls]
+
+
+def by_demand(pct: float) -> Callable[[Sequence[Mapping[str, Any]]], list[int]]:
+    """Jobs at or below the pct-th percentile of total demand, within each seed's trace."""
+
+    def pick(jobs: Sequence[Mapping[str, Any]]) -> list[int]:
+        demand = np.array([j["total_demand"] for j in jobs], dtype=float)
+        cut = np.percentile(demand, pct)
+        return [int(i) for i in np.flatnonzero(demand <= cut)]
+
+    return pick
+
+
+def _mean_jct(jobs: Sequence[Mapping[str, Any]]) -> float:
+    """Mean JCT; an unfinished job counts with the simulation cap's worth (never dropped)."""
+    vals = [j["jct"] if j["jct"] is not None else float("inf") for j in jobs]
+    return float(np.mean(vals))
+
+
+def publish(
+    ctx: ExperimentContext,
+    name: str,
+    config: Any,
+    rows: Sequence[Mapping[str, Any]],
+    title: str,
+    summary: Mapping[str, Any] | None = None,
+    columns: Sequence[str] | None = None,
+) -> None:
+    """Print the rows (only `columns`, if given) and write every column to JSON + CSV."""
+    shown = [{k: r[k] for k in columns if k in r} for r in rows] if columns else rows
+    print_table(shown, title=title)
+    if summary:
+        print_table([dict(summary)], title=f"{name}: summary")
+    write_result(ctx.out_dir, name, config=config, rows=rows, summary=summary)
+
+
+def bar_plot(
+    ctx: ExperimentContext,
+    fname: str,
+    groups: Sequence[str],
+    ours: Mapping[str, Sequence[float]],
+    paper: Mapping[str, Sequence[float]] | None,
+    ylabel: str,
+    title: str,
+) -> None:
+    """Ours as solid lines over the categories, the paper's dashed (shared plot helper)."""
+    save_line_plot(
+        ctx.out_dir / fname,
+        list(range(len(groups))),
+        ours,
+        xlabel=" / ".join(f"{i}={g}" for i, g in enumerate(groups)),
+        ylabel=ylabel,
+        title=title,
+        reference=paper,
+    )

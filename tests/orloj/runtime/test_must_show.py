@@ -1,0 +1,181 @@
+"""Must-show (issue 5, item 3): the real server, real requests, Orloj against Clockwork.
+
+One TinyDecoder worker process serves three applications whose requests decode 4, 16-32 and
+48 tokens (solo latencies of roughly 10, 30-60 and 90 ms on one CPU core): a three-modal mix
+where a point estimate of latency is wrong for almost every request. The same recorded,
+bursty, open-loop trace is replayed over HTTP against the same worker under each policy, at a
+low and a high load, with SLO = 2 x P99 of solo latency. Orloj must finish at least as many
+requests by their deadline as the Clockwork baseline at each load.
+
+The worker (and this process, the frontend) ask for a higher CPU priority, as the paper ran
+its serving threads; without the privilege they run at the default priority. Policies run in
+A B B A order over the two halves of each trace, so a slow change in the speed of a shared
+machine hits both alike.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig
+from kairos.orloj.runtime.dispatcher import Dispatcher
+from kairos.orloj.runtime.loadgen import make_trace, run_load
+from kairos.orloj.runtime.models import ServedModel, build_model
+from kairos.orloj.runtime.process import ProcessExecutor
+from kairos.orloj.runtime.server import create_app
+from kairos.orloj.systems import make_system
+from kairos.runtime.http import BackgroundServer
+
+LOADS = (0.4, 0.8)  # offered load / capacity at batch size 16
+SLO_MULT = 2.0
+REQUESTS = 300  # per load and policy
+POLICIES = ("orloj", "clockwork")
+WARM_START = 1000  # offline solo samples per application
+
+Stack = tuple[ServedModel, ProcessExecutor, Calibration]
+
+
+@contextmanager
+def raised_priority(nice: int) -> Iterator[None]:
+    """This process at a higher CPU priority if allowed; restored afterwards."""
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.setpriority(os.PRIO_PROCESS, 0, before)
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    model = build_model("decoder")
+    worker = ProcessExecutor(model, nice=-10)
+    with raised_priority(-10):
+        worker.start()
+        try:
+            cal = worker.calibrate(CalibrationConfig(solo_runs=10, batch_reps=5))
+            yield model, worker, cal
+        finally:
+            worker.stop()
+
+
+def test_decoder_calibration_fits_g_k_within_10_percent(stack: Stack) -> None:
+    _, _, cal = stack
+    check = cal.check()
+    pad = check["padded_vs_homogeneous_median"]
+    print(
+        f"\ndecoder g_k: {check['within_tolerance']:.0%} of {check['points']} batches within 10%"
+        f" (median error {check['median_rel_error']:.1%}); solo medians "
+        f"{check['solo_median_ms']} ms; padded/homogeneous {pad:+.1%}"
+    )
+    assert check["median_rel_error"] <= 0.10
+    solo = check["solo_median_ms"]
+    assert solo["new4"] < solo["new16"] < solo["new32"] < solo["new48"]
+    assert solo["new4"] > 3 and solo["new48"] < 400  # the ~10-100 ms regime on a CPU core
+    assert abs(check["padded_vs_homogeneous_median"]) <= 0.10
+
+
+def _run(stack: Stack, name: str, trace: list[Any], slo: float, rate_rps: float) -> dict[str, Any]:
+    """One policy, a fresh server over the shared worker, one replay of `trace`."""
+    model, worker, cal = stack
+    apps = model.default_apps()
+    policy = make_system(
+        name,
+        model=cal.batch_model,
+        slo_ms=slo,
+        rate_per_ms=rate_rps / 1e3,
+    )
+    offline = cal.app_profile(apps, WARM_START, seed=0)
+    d = Dispatcher(policy, model, worker, offline=offline, predict=cal.predict(model))
+    with BackgroundServer(create_app(d, apps)) as srv:
+        report = run_load(srv.url, trace, slo)
+        stats = httpx.get(srv.url + "/v1/stats").json()
+        assert httpx.get(srv.url + "/health").json()["status"] == "ok"
+    s = report.summary()
+    assert s["requests"] == len(trace) and sum(s["outcomes"].values()) == len(trace)
+    assert set(s["outcomes"]) <= {"ok", "late", "timed_out"}  # every request answered 200
+    assert stats["ended"] == len(trace) and stats["open"] == 0
+    return {
+        "ok": s["outcomes"].get("ok", 0),
+        "late": s["outcomes"].get("late", 0),
+        "timed_out": s["outcomes"].get("timed_out", 0),
+        "n": len(trace),
+        "rejected_batches": stats["rejected_batches"],
+        "batches": stats["batches"],
+        "batched": stats["mean_batch_size"] * stats["batches"],
+        "drift": stats["drift"],
+        "sched_us": stats["scheduler_cpu_us_mean"],
+        "lag_ms": s["send_lag_p99_ms"],
+    }
+
+
+def test_orloj_finishes_at_least_as_many_as_clockwork_at_two_loads(stack: Stack) -> None:
+    model, _, cal = stack
+    apps = model.default_apps()
+    pooled = np.concatenate([np.asarray(v) for v in cal.app_profile(apps, 4000).values()])
+    slo = SLO_MULT * float(np.percentile(pooled, 99))
+    capacity = cal.capacity_per_s(apps, 16)
+    runs: dict[tuple[float, str], list[dict[str, Any]]] = {}
+    with raised_priority(-10):
+        for i, rho in enumerate(LOADS):
+            trace = make_trace(model, apps, rho * capacity, REQUESTS, seed=11 + i)
+            # rounds in A B B A order: a slow change of the machine's speed (other work on a
+            # shared box) hits both policies alike
+            for part, name in enumerate([*POLICIES, *POLICIES[::-1]]):
+                half = trace[: len(trace) // 2] if part in (0, 1) else trace[len(trace) // 2 :]
+                runs.setdefault((rho, name), []).append(
+                    _run(stack, name, _rebase(half), slo, rho * capacity)
+                )
+    rows = [_row(rho, name, parts) for (rho, name), parts in runs.items()]
+    print(
+        f"\nSLO {slo:.0f} ms ({SLO_MULT} x P99 solo), capacity {capacity:.0f} req/s at batch 16, "
+        f"{REQUESTS} requests per policy and load"
+    )
+    for r in rows:
+        print(
+            "  "
+            + "  ".join(
+                f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()
+            )
+        )
+    for rho in LOADS:
+        fr = {r["policy"]: r["finish_rate"] for r in rows if r["load"] == rho}
+        assert 0.0 < fr["orloj"] <= 1.0
+        assert fr["orloj"] >= fr["clockwork"], f"load {rho}: {fr}"
+
+
+def _rebase(items: list[Any]) -> list[Any]:
+    """The same requests, arrival times shifted to start at 0."""
+    t0 = items[0].arrival_ms
+    return [replace(it, arrival_ms=it.arrival_ms - t0) for it in items]
+
+
+def _row(rho: float, name: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    total = {
+        k: sum(p[k] for p in parts)
+        for k in ("ok", "late", "timed_out", "n", "batches", "batched", "rejected_batches")
+    }
+    return {
+        "load": rho,
+        "policy": name,
+        "finish_rate": total["ok"] / total["n"],
+        "late": total["late"],
+        "timed_out": total["timed_out"],
+        "rejected_batches": total["rejected_batches"],
+        "mean_batch": total["batched"] / max(total["batches"], 1),
+        "drift": float(np.mean([p["drift"] for p in parts])),
+        "sched_us": float(np.mean([p["sched_us"] for p in parts])),
+        "lag_p99_ms": max(p["lag_ms"] for p in parts),
+    }

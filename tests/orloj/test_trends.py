@@ -1,0 +1,170 @@
+"""The paper's trends (spec section 5, T1-T7), reproduced by the experiments in quick mode.
+
+Each experiment runs once per session (2 worker processes) into a shared folder. Absolute
+numbers are not expected to match the paper (spec section 5); where our simulator departs from
+a paper trend, the test asserts what the simulator does reproduce and says so (docs/orloj.md,
+"Where we differ").
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kairos.experiments import ExperimentContext, get_experiment
+
+BASELINES = ("clipper", "nexus", "clockwork")
+NOISE = 0.03  # one seed of 1,500 requests: finish rates wobble by about this much
+
+
+@pytest.fixture(scope="session")
+def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("orloj-experiments")
+
+
+_RUNS: dict[str, list[dict[str, Any]]] = {}
+
+
+def run_quick(name: str, out: Path, **overrides: Any) -> list[dict[str, Any]]:
+    if name not in _RUNS:
+        exp = get_experiment("orloj", name)
+        ctx = ExperimentContext(out_dir=out / "orloj" / name, jobs=2, progress=False)
+        rows: list[dict[str, Any]] = exp.run(exp.config(quick=True, overrides=overrides), ctx)
+        assert (ctx.out_dir / f"{name}.json").is_file() and (ctx.out_dir / f"{name}.csv").is_file()
+        assert list(ctx.out_dir.glob("*.png")), f"{name} wrote no plot"
+        _RUNS[name] = rows
+    return _RUNS[name]
+
+
+def table(rows: list[dict[str, Any]]) -> dict[tuple[str, float, str], float]:
+    return {(r["workload"], r["slo_mult"], r["system"]): r["finish_rate"] for r in rows}
+
+
+def synthetic(out: Path) -> tuple[dict[tuple[str, float, str], float], list[str], list[float]]:
+    rows = run_quick("bimodal", out) + run_quick("modality", out)
+    fr = table(rows)
+    workloads = list(dict.fromkeys(r["workload"] for r in rows))
+    slos = sorted({r["slo_mult"] for r in rows})
+    return fr, workloads, slos
+
+
+def test_t1_orloj_rises_with_the_slo_on_every_synthetic_workload(results_dir: Path) -> None:
+    fr, workloads, slos = synthetic(results_dir)
+    for w in workloads:
+        series = [fr[(w, m, "orloj")] for m in slos]
+        assert all(b >= a - NOISE for a, b in itertools.pairwise(series)), (w, series)
+        assert series[-1] - series[0] >= 0.2, (w, series)
+        # the paper reaches >= 0.96 at 4-5x; at the spec's load (rho = 0.8 of the batch-16
+        # capacity, bursty) every system runs the worker at ~97% and sheds load in bursts
+        assert series[-1] >= 0.7, (w, series)
+
+
+def test_t2_orloj_beats_clockwork_clearly_under_tight_slos_on_multimodal(
+    results_dir: Path,
+) -> None:
+    """The must-show: bimodal/multimodal, high variance, tight SLO (1.5x P99)."""
+    fr, workloads, slos = synthetic(results_dir)
+    multimodal = [w for w in workloads if w != "one-modal"]
+    ratios = {w: fr[(w, 1.5, "orloj")] / fr[(w, 1.5, "clockwork")] for w in multimodal}
+    mean_ratio = sum(ratios.values()) / len(ratios)
+    print(f"\nOrloj / Clockwork finish rate at 1.5x P99: {ratios} mean {mean_ratio:.2f}")
+    print("paper: 1.30 on Tables C.1 and C.2 at 1.5x (0.58 vs 0.45); its claim: +51-80%")
+    assert all(r >= 1.12 for r in ratios.values()), ratios
+    assert mean_ratio >= 1.2
+    for w in multimodal:
+        for m in slos:  # Orloj beats every baseline up to 3x and matches the best beyond
+            best = max(fr[(w, m, s)] for s in BASELINES)
+            margin = 0.03 if m <= 3 else -NOISE
+            assert fr[(w, m, "orloj")] >= best + margin, (w, m, fr[(w, m, "orloj")], best)
+
+
+def test_t3_clipper_and_nexus_collapse_at_tight_slos(results_dir: Path) -> None:
+    fr, workloads, slos = synthetic(results_dir)
+    for w in workloads:
+        orloj = fr[(w, 1.5, "orloj")]
+        assert fr[(w, 1.5, "clipper")] <= 0.1, w
+        assert fr[(w, 1.5, "nexus")] <= 0.35, w
+        assert max(fr[(w, 1.5, "clipper")], fr[(w, 1.5, "nexus")]) <= orloj - 0.1, w
+        for s in ("clipper", "nexus"):  # and recover only as the SLO relaxes
+            assert fr[(w, slos[-1], s)] > fr[(w, 1.5, s)] + 0.1, (w, s)
+
+
+def test_t4_clockwork_rejects_overrun_actions_only_when_latency_varies(
+    results_dir: Path,
+) -> None:
+    """The mechanism the spec blames for Clockwork's flat ~0.5: a batch overruns its estimate
+    and the action queued behind it expires. Our Clockwork still rises with the SLO (it does
+    not stay flat at 0.5), but stays far below 1 and below Orloj whenever latency varies."""
+    rows = run_quick("bimodal", results_dir) + run_quick("modality", results_dir)
+    static = run_quick("static", results_dir)
+    dynamic_rejects = sum(r["rejected"] for r in rows if r["system"] == "clockwork")
+    static_rejects = sum(r["rejected"] for r in static if r["system"] == "clockwork")
+    assert dynamic_rejects > 0 and static_rejects == 0
+    for r in rows:
+        if r["system"] == "clockwork" and r["workload"] != "one-modal":
+            assert r["finish_rate"] <= 0.9, r
+
+
+def test_t5_orloj_stays_close_to_the_best_baseline_on_static_models(results_dir: Path) -> None:
+    rows = run_quick("static", results_dir)
+    fr = table(rows)
+    gaps = {}
+    for w in {r["workload"] for r in rows}:
+        for m in sorted({r["slo_mult"] for r in rows}):
+            best = max(fr[(w, m, s)] for s in BASELINES)
+            gaps[(w, m)] = fr[(w, m, "orloj")] - best
+            if m >= 3:
+                assert gaps[(w, m)] >= -0.1, (w, m, gaps[(w, m)])
+    print(f"\nstatic: Orloj minus the best baseline {gaps}")
+
+
+def test_t6_orloj_is_insensitive_to_b_up_to_the_default(results_dir: Path) -> None:
+    """Flat for b = 1e-6 ... 1e-4 (the default); larger b (1e-2 here) costs up to 0.1 in our
+    runs, where the paper's Fig 4.13 stays flat to 1e-1 (docs/orloj.md)."""
+    rows = run_quick("b_sweep", results_dir)
+    for m in {r["slo_mult"] for r in rows}:
+        by = {r["system"]: r["finish_rate"] for r in rows if r["slo_mult"] == m}
+        flat = [by["b=1e-06"], by["b=1e-05"], by["b=0.0001"]]
+        assert max(flat) - min(flat) <= 0.03, (m, by)
+        assert by["b=0.01"] <= max(flat) + 0.02, (m, by)
+
+
+def test_t7_index_insertion_grows_polylogarithmically(results_dir: Path) -> None:
+    rows = run_quick("hull", results_dir)
+    hull = sorted((r for r in rows if r["index"] == "hull"), key=lambda r: r["n"])
+    growth = hull[-1]["insert_us"] / hull[0]["insert_us"]
+    n_growth = hull[-1]["n"] / hull[0]["n"]
+    # log^2 n grows (ln 3000 / ln 10)^2 = 12x over this range; linear would be 300x
+    assert growth < 0.05 * n_growth, (growth, n_growth)
+
+
+def test_tagging_helps_and_both_indexes_make_identical_decisions(results_dir: Path) -> None:
+    rows = run_quick("ablation", results_dir)
+    fr = {(r["slo_mult"], r["system"]): r for r in rows}
+    for m in {r["slo_mult"] for r in rows}:
+        default, brute = fr[(m, "default")], fr[(m, "index=bruteforce")]
+        for key in ("finish_rate", "mean_batch_size", "timed_out", "late"):
+            assert default[key] == brute[key], (m, key)
+        assert fr[(m, "pooled (no app tags)")]["finish_rate"] <= default["finish_rate"] + NOISE
+
+
+def test_scale_down_with_charged_overhead_degrades_only_at_tiny_latencies(
+    results_dir: Path,
+) -> None:
+    rows = run_quick("scale_down", results_dir)
+    for m in {r["slo_mult"] for r in rows}:
+        by = {r["p99_ms"]: r["finish_rate"] for r in rows if r["slo_mult"] == m}
+        p99s = sorted(by)
+        top, tiny = by[p99s[-1]], by[p99s[0]]
+        assert top - tiny > 0.1, (m, by)  # Python decision time swamps 2 ms requests
+        assert abs(by[p99s[1]] - top) <= 0.1, (m, by)  # but not 20 ms ones
+
+
+def test_more_load_means_lower_finish_rates(results_dir: Path) -> None:
+    rows = run_quick("load", results_dir)
+    for s in {r["system"] for r in rows}:
+        by = {r["rho"]: r["finish_rate"] for r in rows if r["system"] == s}
+        assert by[min(by)] > by[max(by)], (s, by)

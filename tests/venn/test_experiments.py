@@ -1,0 +1,91 @@
+"""The chapter's trends, reproduced in quick mode (full mode: `kairos venn experiment NAME`).
+
+Every experiment runs once per session into one folder, so Tables 4.2/4.3 reuse Table 4.1's
+simulations from the sweep cache.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kairos.experiments import ExperimentContext, get_experiment, list_experiments
+from kairos.venn.experiments import paper
+
+NAMES = {"toy", "ilp", "fig4_5", "table4_1", "table4_2_3", "table4_4", "fig4_10", "fig4_11",
+         "fig4_12", "fig4_13", "fig4_14"}  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("venn-experiments")
+
+
+def run_quick(name: str, out: Path) -> list[dict[str, Any]]:
+    exp = get_experiment("venn", name)
+    ctx = ExperimentContext(out_dir=out / "venn" / name, jobs=2, progress=False)
+    rows: list[dict[str, Any]] = exp.run(exp.config(quick=True), ctx)
+    assert (ctx.out_dir / f"{name}.json").is_file() and (ctx.out_dir / f"{name}.csv").is_file()
+    assert list(ctx.out_dir.glob("*.png")), f"{name} wrote no plot"
+    return rows
+
+
+def test_every_figure_and_table_is_registered() -> None:
+    assert {e.name for e in list_experiments("venn")} == NAMES
+
+
+def test_toy_experiment_reports_the_paper_numbers(results_dir: Path) -> None:
+    rows = {r["policy"]: r for r in run_quick("toy", results_dir)}
+    assert rows["venn"]["avg_jct"] == pytest.approx(28 / 3)
+    assert rows["venn"]["paper"] == pytest.approx(28 / 3, abs=0.01)
+    assert rows["srsf"]["avg_jct"] == 11.0 == rows["srsf"]["paper"]
+    assert rows["ILP optimum"]["avg_jct"] == pytest.approx(rows["venn"]["avg_jct"])
+    assert rows["random-pure (MC mean)"]["avg_jct"] == pytest.approx(11.2, abs=0.3)
+
+
+def test_ilp_experiment_venn_within_15_percent_of_optimum(results_dir: Path) -> None:
+    rows = run_quick("ilp", results_dir)
+    gap = np.mean([r["venn-nomatch"] / r["ilp"] - 1 for r in rows])
+    assert all(r["venn-nomatch"] >= r["ilp"] - 1e-9 for r in rows)  # the oracle is a bound
+    assert 0 <= gap <= 0.15
+    assert np.mean([r["random"] for r in rows]) > np.mean([r["venn-nomatch"] for r in rows])
+
+
+def test_fig4_5_scheduling_delay_grows_collection_stays_flat(results_dir: Path) -> None:
+    rows = {r["jobs"]: r for r in run_quick("fig4_5", results_dir)}
+    sched = [rows[n]["avg_sched"] for n in sorted(rows)]
+    collect = [rows[n]["avg_collect"] for n in sorted(rows)]
+    assert sched == sorted(sched) and sched[-1] > 5 * sched[0]
+    assert max(collect) < 1.5 * min(collect)
+    assert sched[-1] > collect[-1]  # with 16 jobs, scheduling dominates the round
+
+
+def test_table4_1_venn_beats_fifo_and_random_and_matches_srsf(results_dir: Path) -> None:
+    rows = {r["policy"]: r for r in run_quick("table4_1", results_dir)}
+    venn, srsf, fifo = (rows[p]["speedup"] for p in ("venn", "srsf", "fifo"))
+    assert rows["random"]["speedup"] == 1.0
+    assert venn > fifo > 1.2 and srsf > fifo  # JCT: Venn, SRSF < FIFO < Random
+    assert 1.4 <= venn <= 2.5  # the paper: 1.87x on Even (up to 1.88x)
+    assert rows["venn"]["paper_speedup"] == paper.TABLE_4_1["even"]["venn"]
+    # Our faithful IRS ties SRSF on the Even workload (paper: 1.11x); see docs/venn.md
+    assert 0.9 <= venn / srsf <= 1.2
+
+
+def test_table4_2_3_small_jobs_and_scarce_classes_gain_most(results_dir: Path) -> None:
+    (row,) = run_quick("table4_2_3", results_dir)
+    assert row["low25"] > row["low50"] > row["low75"] > 1.5
+    scarce = ("compute", "memory", "high-perf")
+    assert all(row[c] > row["general"] for c in scarce)
+    assert row["general"] < 1.3  # General jobs gain least (paper: 0.8-1.5x)
+    # IRS protects scarce devices: Venn beats SRSF for the scarce classes, not for General
+    assert np.mean([row[c] for c in scarce]) > np.mean([row[f"srsf_{c}"] for c in scarce])
+    assert row["general"] < row["srsf_general"]
+
+
+def test_fig4_10_overhead_stays_in_milliseconds(results_dir: Path) -> None:
+    rows = {(r["jobs"], r["groups"]): r["ms"] for r in run_quick("fig4_10", results_dir)}
+    assert rows[(1000, 64)] < 100.0  # spec: milliseconds for m <= 1k, n <= 64
+    assert rows[(1000, 4)] < 300 * rows[(10, 4)]  # 100x the jobs: no worse than ~m log m
