@@ -167,11 +167,13 @@ def _register_systems() -> None:
     from kairos.andes.cli import register as register_andes
     from kairos.orloj.cli import register as register_orloj
     from kairos.orloj.runtime.cli import register as register_orloj_runtime
+    from kairos.venn.service.cli import register as register_venn_service
 
     groups = {s: system_group(s) for s in SYSTEMS}
     register_andes(groups["andes"])
     register_orloj(groups["orloj"])
     register_orloj_runtime(groups["orloj"])
+    register_venn_service(groups["venn"])
     for system, group in groups.items():
         app.add_typer(group, name=system)
 

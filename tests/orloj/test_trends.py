@@ -151,16 +151,16 @@ def test_tagging_helps_and_both_indexes_make_identical_decisions(results_dir: Pa
         assert fr[(m, "pooled (no app tags)")]["finish_rate"] <= default["finish_rate"] + NOISE
 
 
-def test_scale_down_with_charged_overhead_degrades_only_at_tiny_latencies(
-    results_dir: Path,
-) -> None:
-    rows = run_quick("scale_down", results_dir)
-    for m in {r["slo_mult"] for r in rows}:
-        by = {r["p99_ms"]: r["finish_rate"] for r in rows if r["slo_mult"] == m}
-        p99s = sorted(by)
-        top, tiny = by[p99s[-1]], by[p99s[0]]
-        assert top - tiny > 0.1, (m, by)  # Python decision time swamps 2 ms requests
-        assert abs(by[p99s[1]] - top) <= 0.1, (m, by)  # but not 20 ms ones
+def test_scale_down_charged_overhead_costs_only_at_tiny_latencies(results_dir: Path) -> None:
+    """Fig 4.14's mechanism: the scheduler's own time matters only when requests are short.
+    The decision time is measured, so the factor 5 keeps the effect clear on fast machines."""
+    rows = run_quick("scale_down", results_dir, overhead_factor=5.0)
+    charged = [r for r in rows if r["charged"]]
+    for m in {r["slo_mult"] for r in charged}:
+        cost = {r["p99_ms"]: r["overhead_cost"] for r in charged if r["slo_mult"] == m}
+        # 2 ms requests pay for the decisions, 200 ms ones hardly (the gap, not the absolute
+        # cost, is asserted: a busy machine inflates every measured decision time)
+        assert cost[min(cost)] >= cost[max(cost)] + 0.05, (m, cost)
 
 
 def test_more_load_means_lower_finish_rates(results_dir: Path) -> None:

@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kairos.andes.qoe import QoEParams
+
 
 @dataclass(frozen=True)
 class SamplingParams:
@@ -33,18 +35,9 @@ class SamplingParams:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
 
 
-@dataclass(frozen=True)
-class QoESpec:
-    """The user's expectation for one stream: first token within `ttft_s`, then a pace."""
-
-    ttft_s: float
-    tokens_per_s: float
-
-    def __post_init__(self) -> None:
-        if not (self.ttft_s >= 0 and math.isfinite(self.ttft_s)):
-            raise ValueError(f"ttft_s must be a finite number >= 0, got {self.ttft_s}")
-        if not (self.tokens_per_s > 0 and math.isfinite(self.tokens_per_s)):
-            raise ValueError(f"tokens_per_s must be a finite number > 0, got {self.tokens_per_s}")
+# The user's expectation for one stream (first token within `ttft_s`, then a pace): the same
+# validated type the QoE metric uses.
+QoESpec = QoEParams
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,212 @@
+"""The HTTP API of the Venn resource manager (FastAPI; needs the `serve` extra).
+
+Jobs: `POST /v1/jobs` `{name, requirement: {min_cpu_ghz, min_ram_gb, min_fp16_mem_mb,
+min_android_os}, demand, rounds, deadline_s?, min_resp_frac?}`; `POST /v1/jobs/{id}/rounds`
+`{round?, demand?}` opens the next round; `GET /v1/jobs[/{id}]`.
+Devices: `POST /v1/checkin` `{device_id}` -> `{offers: [{offer_id, requirement}], retry_after_s}`;
+`POST /v1/offers/{offer_id}/accept` `{device_id, capability?}` -> the assignment (or
+`assigned: false`); `POST /v1/results` `{device_id, job_id, round}`. A device never sends its
+eligibility attributes: it tests the offered requirements itself (see `core`).
+Errors use the shared JSON shape and name the field: 400 malformed, 401 bad key, 404 unknown
+job/offer/assignment, 409 out of order or expired, 413 too large. `/health`, `/metrics`.
+Loopback by default; set `api_key` before exposing it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kairos.runtime.auth import api_key_dependency
+from kairos.runtime.errors import APIError, install_error_handlers, validation_error
+from kairos.runtime.json_body import read_json
+from kairos.runtime.middleware import StatusCounter
+from kairos.runtime.prometheus import CONTENT_TYPE, Exposition
+from kairos.venn.service.core import ServiceError, VennService
+from kairos.venn.service.store import Store
+
+M = TypeVar("M", bound=BaseModel)
+Id = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")
+
+
+class ServiceSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    db: str = "venn.sqlite"
+    policy: str = "venn"
+    api_key: str | None = Field(None, min_length=1)
+    max_body_bytes: int = Field(16 * 1024, ge=64)
+    retry_after_s: float = Field(1.0, ge=0, description="check-in hint when nothing is offered")
+    log_level: str = "info"
+
+
+class Thresholds(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    min_cpu_ghz: float = Field(0.0, ge=0)
+    min_ram_gb: float = Field(0.0, ge=0)
+    min_fp16_mem_mb: float = Field(0.0, ge=0)
+    min_android_os: float = Field(0.0, ge=0)
+
+
+class JobIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str = Field(min_length=1, max_length=128)
+    requirement: Thresholds = Field(default_factory=Thresholds)
+    demand: int = Field(ge=1, le=100_000, description="devices per round")
+    rounds: int = Field(ge=1, le=100_000)
+    deadline_s: float = Field(600.0, gt=0)
+    min_resp_frac: float = Field(0.8, gt=0, le=1)
+
+
+class RoundIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    round: int | None = Field(None, ge=0)
+    demand: int | None = Field(None, ge=1, le=100_000)
+
+
+class CheckinIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    device_id: str = Id
+
+
+class AcceptIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    device_id: str = Id
+    capability: float = Field(1.0, gt=0, le=1e6, description="speed score, for tiering")
+
+
+class ResultIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    device_id: str = Id
+    job_id: str = Id
+    round: int = Field(ge=0)
+
+
+def create_app(settings: ServiceSettings | None = None, db: str | Path | None = None) -> FastAPI:
+    """An app over the SQLite file `db` (default: `settings.db`); the state is rebuilt from it
+    at startup, so a new app on the same file continues where the last one stopped."""
+    settings = settings or ServiceSettings()
+    http_counts: Counter[int] = Counter()
+    holder: dict[str, VennService] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = Store(db if db is not None else settings.db)
+        holder["svc"] = VennService(store, policy=settings.policy)
+        try:
+            yield
+        finally:
+            holder.pop("svc")
+            store.close()
+
+    app = FastAPI(
+        title="kairos Venn", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
+    install_error_handlers(app)
+    app.add_middleware(StatusCounter, counts=http_counts)
+    auth = api_key_dependency(settings.api_key)
+
+    def svc() -> VennService:
+        if "svc" not in holder:
+            raise APIError(503, "The Venn service is not running.", code="unavailable")
+        return holder["svc"]
+
+    async def parse(request: Request, schema: type[M]) -> M:
+        body = await read_json(request, settings.max_body_bytes)
+        try:
+            return schema.model_validate(body)
+        except ValidationError as exc:
+            unknown = {str(e["loc"][-1]) for e in exc.errors() if e["type"] == "extra_forbidden"}
+            names = frozenset(schema.model_fields) | frozenset(Thresholds.model_fields)
+            raise validation_error(exc, names | unknown) from None
+
+    def call(fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except ServiceError as exc:
+            raise APIError(exc.status, exc.message, param=exc.param) from None
+
+    @app.post("/v1/jobs", dependencies=[auth], status_code=201)
+    async def register(request: Request) -> JSONResponse:
+        j = await parse(request, JobIn)
+        s = svc()
+        job = s.register(
+            j.name, j.requirement.model_dump(), j.demand, j.rounds, j.deadline_s, j.min_resp_frac
+        )
+        return JSONResponse(s.describe(job), status_code=201)
+
+    @app.get("/v1/jobs", dependencies=[auth])
+    async def list_jobs() -> JSONResponse:
+        s = svc()
+        return JSONResponse({"jobs": [s.describe(j) for j in s.store.jobs()]})
+
+    @app.get("/v1/jobs/{job_id}", dependencies=[auth])
+    async def get_job(job_id: str) -> JSONResponse:
+        s = svc()
+        return JSONResponse(s.describe(call(s.job, job_id)))
+
+    @app.post("/v1/jobs/{job_id}/rounds", dependencies=[auth], status_code=201)
+    async def post_round(job_id: str, request: Request) -> JSONResponse:
+        r = await parse(request, RoundIn)
+        s = svc()
+        call(s.post_round, job_id, r.round, r.demand)
+        return JSONResponse(s.describe(s.job(job_id)), status_code=201)
+
+    @app.post("/v1/checkin", dependencies=[auth])
+    async def checkin(request: Request) -> JSONResponse:
+        await parse(request, CheckinIn)
+        offers = svc().offers()
+        return JSONResponse({"offers": offers, "retry_after_s": settings.retry_after_s})
+
+    @app.post("/v1/offers/{oid}/accept", dependencies=[auth])
+    async def accept(oid: str, request: Request) -> JSONResponse:
+        a = await parse(request, AcceptIn)
+        return JSONResponse(call(svc().accept, oid, a.device_id, a.capability))
+
+    @app.post("/v1/results", dependencies=[auth])
+    async def result(request: Request) -> JSONResponse:
+        r = await parse(request, ResultIn)
+        return JSONResponse(call(svc().result, r.device_id, r.job_id, r.round))
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        ok = "svc" in holder
+        body = {"status": "ok" if ok else "unavailable", "policy": settings.policy}
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    @app.get("/metrics")
+    async def metrics() -> PlainTextResponse:
+        s = svc()
+        c, ex = s.counters, Exposition("kairos_venn_")
+        ex.counter("checkins", "Device check-ins.", c.checkins)
+        ex.counter("offers", "Job offers sent to devices.", c.offers)
+        ex.counter("accepts", "Offers accepted by devices.", c.accepts)
+        ex.counter("assignments", "Devices assigned to a job's round.", c.assigned)
+        ex.counter("results", "Results counted toward a round.", c.results)
+        ex.counter("late_results", "Results after their round completed.", c.late_results)
+        ex.counter("rounds_completed", "Rounds that got enough responses.", c.rounds_done)
+        ex.counter("rounds_redispatched", "Rounds re-dispatched at deadline.", c.redispatched)
+        active = sum(j.finished is None for j in s.jobs.values())
+        ex.gauge("jobs_active", "Registered, unfinished jobs.", active)
+        ex.gauge("rounds_open", "Open rounds.", len(s.rounds))
+        ex.counter("plans", "Plans computed by the policy.", s.manager.stats.plans)
+        http = {str(k): float(v) for k, v in sorted(http_counts.items())}
+        ex.labelled("http_responses", "counter", "HTTP answers by status.", "status", http)
+        return PlainTextResponse(ex.text(), media_type=CONTENT_TYPE)
+
+    return app

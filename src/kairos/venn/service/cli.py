@@ -1,0 +1,95 @@
+"""`kairos venn serve | devices`: the resource-manager service and its device emulator.
+
+    kairos venn serve --db venn.sqlite --policy venn
+    kairos venn devices --n 1000 --url http://127.0.0.1:8000 --jobs 10
+
+`serve` keeps its state in the SQLite file, so a restarted server continues every job.
+`devices` emulates devices (attributes from a kairos.fl population, kept on the device) until
+Ctrl-C, or, with `--jobs N`, registers N demo jobs, drives their rounds and exits when all
+finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+console = Console()
+
+
+def register(group: typer.Typer) -> None:
+    @group.command("serve")
+    def serve(
+        db: Annotated[str, typer.Option(help="SQLite file holding jobs and rounds")] = (
+            "venn.sqlite"
+        ),
+        policy: Annotated[str, typer.Option(help="venn, fifo, srsf, las, random, ...")] = "venn",
+        host: Annotated[str, typer.Option(help="bind address (loopback by default)")] = (
+            "127.0.0.1"
+        ),
+        port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+        api_key: Annotated[str | None, typer.Option(help="require 'Bearer <key>'")] = None,
+        log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+    ) -> None:
+        """Serve the Venn resource manager over HTTP until Ctrl-C."""
+        from kairos.runtime.http import run_server
+        from kairos.venn.policies.registry import POLICIES
+        from kairos.venn.service.app import ServiceSettings, create_app
+
+        if policy not in POLICIES:
+            raise typer.BadParameter(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+        settings = ServiceSettings(
+            host=host, port=port, db=db, policy=policy, api_key=api_key, log_level=log_level
+        )
+        console.print(f"Venn service ({policy}) on http://{host}:{port}, state in {db}")
+        run_server(create_app(settings), host=host, port=port, log_level=log_level)
+
+    @group.command("devices")
+    def devices(
+        url: Annotated[str, typer.Option(help="the service's base URL")] = "http://127.0.0.1:8000",
+        n: Annotated[int, typer.Option(help="number of devices")] = 1000,
+        jobs: Annotated[int, typer.Option(help="also register and drive N demo jobs")] = 0,
+        demand: Annotated[int, typer.Option(help="devices per round (demo jobs)")] = 10,
+        rounds: Annotated[int, typer.Option(help="rounds per demo job")] = 3,
+        population: Annotated[str, typer.Option(help="synthetic or aibenchmark")] = "synthetic",
+        day_s: Annotated[float, typer.Option(help="seconds per compressed day")] = 30.0,
+        mean_gap_s: Annotated[float, typer.Option(help="check-in gap at peak, s")] = 3.0,
+        compute_s: Annotated[float, typer.Option(help="typical task time, s")] = 0.3,
+        seed: Annotated[int, typer.Option(help="random seed")] = 0,
+        api_key: Annotated[str | None, typer.Option(help="the service's API key")] = None,
+    ) -> None:
+        """Emulate devices checking in to a Venn service (and optionally demo jobs)."""
+        from kairos.venn.service.emulator import (
+            EmulatorConfig,
+            demo_jobs,
+            run_devices,
+            run_workload,
+        )
+
+        if n < 1:
+            raise typer.BadParameter(f"--n must be >= 1, got {n}")
+        cfg = EmulatorConfig(
+            n=n,
+            seed=seed,
+            population=population,
+            day_s=day_s,
+            mean_gap_s=mean_gap_s,
+            compute_s=compute_s,
+            api_key=api_key,
+        )
+
+        async def forever() -> None:
+            await run_devices(url, cfg, asyncio.Event())
+
+        if jobs <= 0:
+            console.print(f"{n} devices checking in to {url}; Ctrl-C to stop")
+            asyncio.run(forever())
+            return
+        stats = asyncio.run(run_workload(url, cfg, demo_jobs(jobs, demand, rounds)))
+        console.print(f"{jobs} jobs finished in {stats.elapsed_s:.1f} s")
+        summary = {k: v for k, v in vars(stats).items() if k != "jobs"}
+        console.print_json(json.dumps(summary))

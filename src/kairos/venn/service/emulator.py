@@ -1,0 +1,241 @@
+"""Emulated devices (and a job driver) for the Venn service: asyncio + httpx, time compressed.
+
+Each device has eligibility attributes drawn from a `kairos.fl` population, which it keeps to
+itself: it checks in with its opaque id only, tests the offered requirements locally, accepts
+the first one it meets, "trains" for a scaled-down compute time (its slowness times
+`compute_s`) and reports the result. Check-ins follow a compressed day: a device checks in
+about every `mean_gap_s` at the daily peak and a quarter as often at the trough.
+Connection failures (a restarting service) are retried with a short back-off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import numpy as np
+
+from kairos.fl.devices import (
+    DevicePopulation,
+    aibenchmark_specs,
+    population_from_specs,
+    synthetic_population,
+)
+from kairos.fl.requirements import Requirement
+
+# A spread of requirements from "any device" to "high-end only", for demo workloads.
+DEMO_REQUIREMENTS: tuple[dict[str, float], ...] = (
+    {},
+    {"min_ram_gb": 4.0},
+    {"min_cpu_ghz": 5.0},
+    {"min_ram_gb": 6.0, "min_android_os": 9.0},
+    {"min_cpu_ghz": 7.0, "min_ram_gb": 8.0},
+)
+
+
+@dataclass(frozen=True)
+class EmulatorConfig:
+    n: int = 1000
+    seed: int = 0
+    population: str = "synthetic"  # or "aibenchmark" (needs the shared data folder)
+    day_s: float = 30.0  # one compressed day
+    mean_gap_s: float = 3.0  # between a device's check-ins at the daily peak
+    compute_s: float = 0.3  # a typical device's task time, scaled down
+    api_key: str | None = None
+    max_connections: int = 100
+
+
+@dataclass
+class EmulatorStats:
+    checkins: int = 0
+    offers_seen: int = 0
+    accepted: int = 0
+    assigned: int = 0
+    results: int = 0
+    errors: int = 0
+    elapsed_s: float = 0.0
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+
+
+def make_population(cfg: EmulatorConfig) -> DevicePopulation:
+    rng = np.random.default_rng(cfg.seed)
+    if cfg.population == "aibenchmark":
+        return population_from_specs(aibenchmark_specs(), cfg.n, rng)
+    if cfg.population == "synthetic":
+        return synthetic_population(cfg.n, rng)
+    raise ValueError(f"unknown population {cfg.population!r}; use synthetic or aibenchmark")
+
+
+def demo_jobs(n: int, demand: int = 10, rounds: int = 3) -> list[dict[str, Any]]:
+    """`n` job registrations cycling through `DEMO_REQUIREMENTS`."""
+    reqs = DEMO_REQUIREMENTS
+    return [
+        {
+            "name": f"job{i}",
+            "requirement": reqs[i % len(reqs)],
+            "demand": demand,
+            "rounds": rounds,
+            "deadline_s": 10.0,
+        }
+        for i in range(n)
+    ]
+
+
+def make_client(cfg: EmulatorConfig, **kw: Any) -> httpx.AsyncClient:
+    headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
+    limits = httpx.Limits(max_connections=cfg.max_connections)
+    return httpx.AsyncClient(headers=headers, limits=limits, timeout=10.0, **kw)
+
+
+async def _post(
+    client: httpx.AsyncClient,
+    url: str,
+    body: Mapping[str, Any],
+    tries: int = 50,
+    stats: EmulatorStats | None = None,
+) -> dict[str, Any] | None:
+    """POST with retries on connection errors and 5xx; None if it kept failing or got 4xx."""
+    for attempt in range(tries):
+        try:
+            resp = await client.post(url, json=dict(body))
+        except httpx.TransportError:
+            resp = None
+        if resp is not None and resp.status_code < 500:
+            return resp.json() if resp.status_code < 400 else None
+        if stats is not None:
+            stats.errors += 1
+        if attempt + 1 < tries:
+            await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+    return None
+
+
+async def _device(
+    i: int,
+    pop: DevicePopulation,
+    base: str,
+    client: httpx.AsyncClient,
+    cfg: EmulatorConfig,
+    stop: asyncio.Event,
+    stats: EmulatorStats,
+    t0: float,
+) -> None:
+    rng = np.random.default_rng([cfg.seed, i])
+    attrs = pop.attributes(i)  # private: never sent
+    slowness = float(pop.slowness[i])
+    device_id = f"dev-{cfg.seed}-{i}"
+    phase = rng.uniform(0, 2 * math.pi)  # devices live in different time zones
+    while not stop.is_set():
+        t = time.monotonic() - t0
+        activity = 0.25 + 0.75 * (1 + math.sin(2 * math.pi * t / cfg.day_s + phase)) / 2
+        try:
+            await asyncio.wait_for(stop.wait(), rng.exponential(cfg.mean_gap_s / activity))
+            return
+        except TimeoutError:
+            pass
+        got = await _post(client, f"{base}/v1/checkin", {"device_id": device_id}, 3, stats)
+        if got is None:
+            continue
+        stats.checkins += 1
+        offers = got.get("offers", [])
+        stats.offers_seen += len(offers)
+        mine = [o for o in offers if Requirement(name="o", **o["requirement"]).admits(attrs)]
+        if not mine:
+            continue
+        body = {"device_id": device_id, "capability": 1.0 / slowness}
+        ans = await _post(client, f"{base}/v1/offers/{mine[0]['offer_id']}/accept", body, 3, stats)
+        stats.accepted += 1
+        if not ans or not ans.get("assigned"):
+            continue
+        stats.assigned += 1
+        await asyncio.sleep(cfg.compute_s * slowness * rng.uniform(0.8, 1.2))
+        res = {"device_id": device_id, "job_id": ans["job_id"], "round": ans["round"]}
+        if await _post(client, f"{base}/v1/results", res, 20, stats) is not None:
+            stats.results += 1
+
+
+async def run_devices(
+    url: str, cfg: EmulatorConfig, stop: asyncio.Event, client: httpx.AsyncClient | None = None
+) -> EmulatorStats:
+    """Run `cfg.n` devices against `url` until `stop` is set."""
+    pop = make_population(cfg)
+    stats = EmulatorStats()
+    base = url.rstrip("/")
+    own = client is None
+    client = client or make_client(cfg)
+    t0 = time.monotonic()
+    try:
+        await asyncio.gather(
+            *(_device(i, pop, base, client, cfg, stop, stats, t0) for i in range(cfg.n))
+        )
+    finally:
+        if own:
+            await client.aclose()
+    stats.elapsed_s = time.monotonic() - t0
+    return stats
+
+
+async def register_jobs(
+    url: str, jobs: Sequence[Mapping[str, Any]], client: httpx.AsyncClient
+) -> list[str]:
+    ids = []
+    for spec in jobs:
+        got = await _post(client, f"{url.rstrip('/')}/v1/jobs", spec)
+        if got is None:
+            raise RuntimeError(f"could not register job {spec!r}")
+        ids.append(got["id"])
+    return ids
+
+
+async def drive_jobs(
+    url: str,
+    ids: Sequence[str],
+    client: httpx.AsyncClient,
+    poll_s: float = 0.25,
+    timeout_s: float = 600.0,
+) -> list[dict[str, Any]]:
+    """Open each job's next round when the last completed, until all finished."""
+    base = url.rstrip("/")
+    wanted = set(ids)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        await asyncio.sleep(poll_s)
+        try:
+            resp = await client.get(f"{base}/v1/jobs")
+        except httpx.TransportError:
+            continue
+        if resp.status_code != 200:
+            continue
+        states = [j for j in resp.json()["jobs"] if j["id"] in wanted]
+        for job in states:
+            if job["state"] == "waiting":
+                nxt = {"round": job["rounds_done"]}
+                await _post(client, f"{base}/v1/jobs/{job['id']}/rounds", nxt)
+        if len(states) == len(wanted) and all(s["state"] == "finished" for s in states):
+            return states
+    raise TimeoutError(f"the jobs did not finish within {timeout_s} s")
+
+
+async def run_workload(
+    url: str,
+    cfg: EmulatorConfig,
+    jobs: Sequence[Mapping[str, Any]],
+    client: httpx.AsyncClient | None = None,
+    timeout_s: float = 600.0,
+) -> EmulatorStats:
+    """Devices plus a job driver: returns once every job finished (or raises on timeout)."""
+    stop = asyncio.Event()
+    async with make_client(cfg) as driver:  # its own pool: devices never starve the jobs
+        ids = await register_jobs(url, jobs, driver)
+        devices = asyncio.create_task(run_devices(url, cfg, stop, client))
+        try:
+            states = await drive_jobs(url, ids, driver, timeout_s=timeout_s)
+        finally:
+            stop.set()
+            stats = await devices
+    stats.jobs = states
+    return stats
