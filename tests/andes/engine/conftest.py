@@ -56,6 +56,7 @@ def make_engine(
     policy_obj: Policy | None = None,
     max_model_len: int = 512,
     seed: int = 0,
+    stage_decodes: bool | None = None,
 ) -> LLMEngine:
     cfg = EngineConfig(
         dtype="float64",
@@ -67,6 +68,7 @@ def make_engine(
         max_num_seqs=16,
         max_num_batched_tokens=2048,
         seed=seed,
+        stage_decodes=stage_decodes,
     )
     return LLMEngine(
         cfg,

@@ -5,11 +5,24 @@ together, sequence after sequence, as in vLLM), so the linear layers run once ov
 them. Attention then writes the new keys and values into their cache slots and reads each
 sequence's whole context back through its block table:
 
-- decodes (one new token each) are batched into one `scaled_dot_product_attention` call,
-  keys padded to the longest context among them and masked;
+- decodes (one new token each) are batched: their contexts are gathered, padded to the
+  longest among them and masked, and attended with two batched matmuls per KV head group.
+  The cache is laid out `[kv_heads, blocks, block_size, head_dim]`, so one `index_select`
+  gives keys already shaped `[kv_heads, sequences, context, head_dim]` with no transpose
+  copy, and the `heads / kv_heads` queries sharing a KV head form one small matrix: a GEMM
+  instead of `scaled_dot_product_attention`'s per-head loop over a one-row query, which on a
+  CPU took twice as long for the same decode (see benchmarks/bench_engine.py);
 - prefills and prefill chunks run one call each, without padding, so a batch of prompts costs
   the sum of their lengths (what the latency model and the simulator assume), not
   `batch x longest` (the loop is the CPU stand-in for a variable-length attention kernel).
+
+Staging. A decode batch gathers every context every layer, although from one decode iteration
+to the next only one token per sequence is new. When an iteration is all decodes of the same
+sequences as the last one (no prefill, no swap in between), the contexts gathered last time
+(`LayerKV.staged_k/v`, with a few blocks of headroom) get the new token written in place and
+are attended again; any other iteration gathers afresh ("fill") or drops them ("off"). The
+paged cache stays the only source of truth; staging holds the running decode batch's KV a
+second time, so it is meant for host memory (the engine enables it on CPU).
 
 `AttentionBatch.dense` gives the same computation without a cache (one sequence, causal), the
 reference the paged path is tested against.
@@ -19,10 +32,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from kairos.andes.engine.kv_cache import LayerKV
+
+StageMode = Literal["off", "fill", "reuse"]
 
 
 @dataclass
@@ -44,7 +62,9 @@ class AttentionBatch:
     last_index: torch.Tensor  # [S] flat index of each sequence's last token
     decode_index: torch.Tensor | None = None  # [D] flat indices of the one-token sequences
     decode_tables: torch.Tensor | None = None  # [D, max_blocks], padded with block 0
-    decode_mask: torch.Tensor | None = None  # [D, 1, 1, max_blocks * block_size]
+    decode_bias: torch.Tensor | None = None  # [D, max_blocks * block_size]: 0 or -inf
+    stage: StageMode = "off"
+    stage_pos: torch.Tensor | None = None  # reuse: [D] position of each row's new token
     all_decode: bool = False  # every token is a decode: outputs need no scatter
     prefills: list[PrefillSpan] = field(default_factory=list)
 
@@ -56,8 +76,12 @@ class AttentionBatch:
         block_tables: Sequence[Sequence[int]],
         block_size: int,
         device: torch.device,
+        stage: StageMode = "off",
+        stage_blocks: int = 0,
     ) -> AttentionBatch:
-        """`starts[s]`: tokens of sequence s already in the cache; `lengths[s]`: new tokens."""
+        """`starts[s]`: tokens of sequence s already in the cache; `lengths[s]`: new tokens.
+        `stage` (all-decode batches only): "fill" gathers `stage_blocks` blocks per sequence
+        (its table padded) to keep; "reuse" gathers nothing."""
         firsts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         slots: list[np.ndarray] = []
         dec_rows: list[int] = []
@@ -89,17 +113,21 @@ class AttentionBatch:
             last_index=torch.from_numpy(firsts + np.asarray(lengths) - 1).to(device),
             prefills=prefills,
             all_decode=not prefills,
+            stage=stage,
         )
+        assert stage == "off" or batch.all_decode, "staging is for all-decode batches"
         if dec_rows:
             width = max(len(t) for t in dec_tables)
-            table = np.zeros((len(dec_rows), width), dtype=np.int64)
+            table = np.zeros((len(dec_rows), max(width, stage_blocks)), dtype=np.int64)
             for i, t in enumerate(dec_tables):
                 table[i, : len(t)] = t
             k_pos = np.arange(width * block_size)
-            visible = k_pos[None, :] < np.asarray(dec_ctx)[:, None]
+            hidden = k_pos[None, :] >= np.asarray(dec_ctx)[:, None]
             batch.decode_index = torch.tensor(dec_rows, dtype=torch.long, device=device)
             batch.decode_tables = torch.from_numpy(table).to(device)
-            batch.decode_mask = torch.from_numpy(visible)[:, None, None, :].to(device)
+            batch.decode_bias = torch.from_numpy(np.where(hidden, -np.inf, 0.0)).to(device)
+            if stage == "reuse":
+                batch.stage_pos = torch.tensor(np.asarray(dec_ctx) - 1, device=device)
         return batch
 
     @classmethod
@@ -114,11 +142,11 @@ class AttentionBatch:
 def _attend(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
 ) -> torch.Tensor:
-    """q [L, H, D], k/v [K, Hkv, D] of one sequence -> [L, H, D]."""
+    """q [L, H, D], k/v [Hkv, K, D] of one sequence -> [L, H, D]."""
     out = F.scaled_dot_product_attention(
         q.transpose(0, 1)[None],
-        k.transpose(0, 1)[None],
-        v.transpose(0, 1)[None],
+        k[None],
+        v[None],
         attn_mask=mask,
         is_causal=mask is None and q.shape[0] > 1,
         enable_gqa=True,
@@ -126,33 +154,40 @@ def _attend(
     return out[0].transpose(0, 1)
 
 
+def _attend_decodes(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor
+) -> torch.Tensor:
+    """q [S, H, D]; k/v [Hkv, S, K, D]; bias [S, K] -> [S, H, D]. Query head h reads KV head
+    h // (H / Hkv), the Hugging Face grouped-query convention."""
+    hkv, s, _, d = k.shape
+    queries = q.view(s, hkv, -1, d).transpose(0, 1)  # [Hkv, S, G, D]
+    scores = torch.matmul(queries, k.transpose(-1, -2)).mul_(d**-0.5)
+    scores.add_(bias[None, :, None, :].to(scores.dtype))
+    low = scores.dtype in (torch.float16, torch.bfloat16)
+    probs = scores.softmax(-1, dtype=torch.float32 if low else None).to(v.dtype)
+    return torch.matmul(probs, v).transpose(0, 1).reshape(s, -1, d)
+
+
 def paged_attention(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
     batch: AttentionBatch,
-    k_cache: torch.Tensor | None,
-    v_cache: torch.Tensor | None,
+    kv: LayerKV | None,
 ) -> torch.Tensor:
-    """q [T, H, D], k/v [T, Hkv, D]; caches [blocks, block_size, Hkv, D]. Returns [T, H, D]."""
-    if batch.slot_mapping is None or k_cache is None or v_cache is None:
+    """q [T, H, D], k/v [T, Hkv, D]; caches [Hkv, blocks, block_size, D]. Returns [T, H, D]."""
+    if batch.slot_mapping is None or kv is None:
         (span,) = batch.prefills  # dense: one sequence, no cache
-        return _attend(q, k, v, span.mask)
-    nb, bs, hkv, d = k_cache.shape
-    k_flat, v_flat = k_cache.view(nb * bs, hkv, d), v_cache.view(nb * bs, hkv, d)
-    k_flat.index_copy_(0, batch.slot_mapping, k)
-    v_flat.index_copy_(0, batch.slot_mapping, v)
+        return _attend(q, k.transpose(0, 1), v.transpose(0, 1), span.mask)
+    hkv, nb, bs, d = kv.k.shape
+    kv.k.view(hkv, nb * bs, d).index_copy_(1, batch.slot_mapping, k.transpose(0, 1))
+    kv.v.view(hkv, nb * bs, d).index_copy_(1, batch.slot_mapping, v.transpose(0, 1))
     out = q if batch.all_decode else torch.empty_like(q)
     if batch.decode_index is not None:
-        assert batch.decode_tables is not None
-        rows, width = batch.decode_tables.shape
-        flat = batch.decode_tables.view(-1)  # index_select: about twice as fast as indexing
-        keys = k_cache.index_select(0, flat).view(rows, width * bs, hkv, d).transpose(1, 2)
-        values = v_cache.index_select(0, flat).view(rows, width * bs, hkv, d).transpose(1, 2)
+        assert batch.decode_tables is not None and batch.decode_bias is not None
+        keys, values = _decode_contexts(k, v, batch, kv)
         queries = q if batch.all_decode else q[batch.decode_index]
-        o = F.scaled_dot_product_attention(
-            queries[:, :, None, :], keys, values, attn_mask=batch.decode_mask, enable_gqa=True
-        )[:, :, 0, :]
+        o = _attend_decodes(queries, keys, values, batch.decode_bias)
         if batch.all_decode:
             return o
         out[batch.decode_index] = o
@@ -160,7 +195,30 @@ def paged_attention(
         assert span.blocks is not None
         ctx = span.start + span.length
         sl = slice(span.first, span.first + span.length)
-        keys = k_cache.index_select(0, span.blocks).view(-1, hkv, d)[:ctx]
-        values = v_cache.index_select(0, span.blocks).view(-1, hkv, d)[:ctx]
+        keys = kv.k.index_select(1, span.blocks).view(hkv, -1, d)[:, :ctx]
+        values = kv.v.index_select(1, span.blocks).view(hkv, -1, d)[:, :ctx]
         out[sl] = _attend(q[sl], keys, values, span.mask)
     return out
+
+
+def _decode_contexts(
+    k: torch.Tensor, v: torch.Tensor, batch: AttentionBatch, kv: LayerKV
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keys and values `[Hkv, rows, width, D]` of the decode rows: staged, or gathered."""
+    assert batch.decode_tables is not None and batch.decode_bias is not None
+    hkv, _, bs, d = kv.k.shape
+    rows, span = batch.decode_bias.shape
+    if batch.stage == "reuse":
+        assert kv.staged_k is not None and kv.staged_v is not None
+        assert batch.stage_pos is not None
+        r = torch.arange(rows, device=k.device)
+        kv.staged_k[:, r, batch.stage_pos] = k.transpose(0, 1)
+        kv.staged_v[:, r, batch.stage_pos] = v.transpose(0, 1)
+        return kv.staged_k[:, :, :span], kv.staged_v[:, :, :span]
+    flat = batch.decode_tables.view(-1)
+    wide = batch.decode_tables.shape[1] * bs
+    keys = kv.k.index_select(1, flat).view(hkv, rows, wide, d)
+    values = kv.v.index_select(1, flat).view(hkv, rows, wide, d)
+    if batch.stage == "fill":
+        kv.staged_k, kv.staged_v = keys, values
+    return keys[:, :, :span], values[:, :, :span]

@@ -113,6 +113,9 @@ class EngineConfig(BaseModel):
     max_num_seqs: PositiveInt = 64
     max_num_batched_tokens: PositiveInt = 4096
     chunk_size: PositiveInt = 256
+    # keep the decode batch's gathered contexts between iterations (attention.py, "Staging");
+    # None: on for CPU, where memory is plentiful and the per-layer gather is the cost
+    stage_decodes: bool | None = None
 
     @model_validator(mode="after")
     def _fits(self) -> EngineConfig:

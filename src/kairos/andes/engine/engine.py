@@ -125,7 +125,8 @@ class LLMEngine:
             self.dtype,
             self.device,
         )
-        self.runner = ModelRunner(self.model, self.cache, self.device)
+        stage = cfg.stage_decodes if cfg.stage_decodes is not None else self.device.type == "cpu"
+        self.runner = ModelRunner(self.model, self.cache, self.device, stage_decodes=stage)
         self.lock = threading.RLock()
         self.seqs: dict[str, Sequence_] = {}
         self.counters = Counters()

@@ -12,6 +12,7 @@ from torch import nn
 
 from kairos.andes.engine.attention import AttentionBatch, paged_attention
 from kairos.andes.engine.config import ModelConfig
+from kairos.andes.engine.kv_cache import LayerKV
 
 
 class RMSNorm(nn.Module):
@@ -27,21 +28,33 @@ class RMSNorm(nn.Module):
 
 
 class RotaryEmbedding(nn.Module):
-    """Rotate-half RoPE (the Hugging Face Llama convention); cos/sin once per forward pass."""
+    """Rotate-half RoPE (the Hugging Face Llama convention).
 
-    def __init__(self, head_dim: int, theta: float) -> None:
+    The cos/sin tables for every position up to `max_positions` are computed once, in
+    float64, and kept per (device, dtype) outside the module's buffers, so `model.to(bf16)`
+    cannot round the frequencies; a forward pass only indexes them."""
+
+    def __init__(self, head_dim: int, theta: float, max_positions: int) -> None:
         super().__init__()
-        inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
-        self.register_buffer("inv_freq", inv, persistent=False)
+        self.head_dim, self.theta, self.max_positions = head_dim, theta, max_positions
+        self._tables: dict[tuple[torch.device, torch.dtype], tuple[torch.Tensor, ...]] = {}
+
+    def _table(self, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+        key = (device, dtype)
+        if key not in self._tables:
+            exps = torch.arange(0, self.head_dim, 2, dtype=torch.float64) / self.head_dim
+            inv_freq = 1.0 / (self.theta**exps)
+            freqs = torch.arange(self.max_positions, dtype=torch.float64)[:, None] * inv_freq
+            emb = torch.cat([freqs, freqs], dim=-1)
+            self._tables[key] = (emb.cos().to(device, dtype), emb.sin().to(device, dtype))
+        return self._tables[key]
 
     def cos_sin(
         self, positions: torch.Tensor, dtype: torch.dtype
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """[T, 1, D] tables for positions [T], computed in float64 then cast."""
-        inv_freq: torch.Tensor = self.inv_freq  # type: ignore[assignment]
-        freqs = positions.to(torch.float64)[:, None] * inv_freq[None, :]
-        emb = torch.cat([freqs, freqs], dim=-1)[:, None, :]
-        return emb.cos().to(dtype), emb.sin().to(dtype)
+        """[T, 1, D] tables for positions [T] (each below `max_positions`)."""
+        cos, sin = self._table(positions.device, dtype)
+        return cos[positions][:, None, :], sin[positions][:, None, :]
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         return apply_rope(x, *self.cos_sin(positions, x.dtype))
@@ -87,7 +100,7 @@ class Attention(nn.Module):
         x: torch.Tensor,
         rope: tuple[torch.Tensor, torch.Tensor],
         batch: AttentionBatch,
-        kv: tuple[torch.Tensor, torch.Tensor] | None,
+        kv: LayerKV | None,
     ) -> torch.Tensor:
         t = x.shape[0]
         if self._qkv is not None:
@@ -97,8 +110,7 @@ class Attention(nn.Module):
         q = apply_rope(q_.view(t, self.heads, self.head_dim), *rope)
         k = apply_rope(k_.view(t, self.kv_heads, self.head_dim), *rope)
         v = v_.view(t, self.kv_heads, self.head_dim)
-        k_cache, v_cache = kv if kv is not None else (None, None)
-        out = paged_attention(q, k, v, batch, k_cache, v_cache)
+        out = paged_attention(q, k, v, batch, kv)
         return self.o_proj(out.reshape(t, self.heads * self.head_dim))
 
 
@@ -136,7 +148,7 @@ class DecoderLayer(nn.Module):
         x: torch.Tensor,
         rope: tuple[torch.Tensor, torch.Tensor],
         batch: AttentionBatch,
-        kv: tuple[torch.Tensor, torch.Tensor] | None,
+        kv: LayerKV | None,
     ) -> torch.Tensor:
         x = x + self.self_attn(self.input_layernorm(x), rope, batch, kv)
         return x + self.mlp(self.post_attention_layernorm(x))
@@ -158,7 +170,7 @@ class LlamaForCausalLM(nn.Module):
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
-        self.rope = RotaryEmbedding(cfg.head_dim, cfg.rope_theta)
+        self.rope = RotaryEmbedding(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings)
 
     def fuse(self) -> LlamaForCausalLM:
         """Fuse projections for serving (call after the weights and dtype are final)."""
@@ -173,7 +185,7 @@ class LlamaForCausalLM(nn.Module):
         input_ids: torch.Tensor,
         positions: torch.Tensor,
         batch: AttentionBatch,
-        kv_cache: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
+        kv_cache: list[LayerKV] | None = None,
     ) -> torch.Tensor:
         """Logits at each sequence's last scheduled token: [S, vocab]."""
         x = self.model.embed_tokens(input_ids)

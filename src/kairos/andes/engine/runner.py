@@ -5,27 +5,69 @@ where their KV lives (block tables); the runner turns that into tensors. A step 
 for a request with `computed` tokens already cached feeds tokens `computed .. computed+n-1`
 at those positions: a prefill, a prefill chunk, a recompute after preemption (prompt plus
 generated text) and a decode are all the same operation.
+
+The runner also decides, per iteration, whether the decode batch's contexts gathered last
+iteration can be reused (`attention.py`, "Staging"): only when this iteration decodes exactly
+the sequences the last one did, each one token further, with no swap in between.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import torch
 
 from kairos.andes.engine.api import SamplingParams
-from kairos.andes.engine.attention import AttentionBatch
+from kairos.andes.engine.attention import AttentionBatch, StageMode
 from kairos.andes.engine.kv_cache import KVCache
 from kairos.andes.engine.model import LlamaForCausalLM
 from kairos.andes.engine.sampler import sample
 from kairos.andes.scheduler import SchedulerOutput
 
+STAGE_HEADROOM_BLOCKS = 4  # a fill gathers this many blocks more than needed: 64 reuses
+
 
 class ModelRunner:
-    def __init__(self, model: LlamaForCausalLM, cache: KVCache, device: torch.device) -> None:
+    def __init__(
+        self,
+        model: LlamaForCausalLM,
+        cache: KVCache,
+        device: torch.device,
+        *,
+        stage_decodes: bool = False,
+    ) -> None:
         self.model = model
         self.cache = cache
         self.device = device
+        self.stage_decodes = stage_decodes
+        # what the staged contexts hold: request ids, each row's next position, capacity
+        self._staged: tuple[tuple[str, ...], list[int], int] | None = None
+        self.stage_counts = {"off": 0, "fill": 0, "reuse": 0}
+
+    def _stage_mode(
+        self, out: SchedulerOutput, rids: list[str], starts: list[int], lengths: list[int]
+    ) -> tuple[StageMode, int]:
+        """How this iteration uses staging, and how many blocks a fill gathers per row."""
+        mode: StageMode = "off"
+        blocks = 0
+        if self.stage_decodes and not out.block_copies and all(n == 1 for n in lengths):
+            bs = self.cache.block_size
+            prev = self._staged
+            if prev and prev[0] == tuple(rids) and prev[1] == starts and max(starts) < prev[2]:
+                mode, blocks = "reuse", prev[2] // bs
+            else:
+                mode = "fill"
+                blocks = -(-(max(starts) + 1) // bs) + STAGE_HEADROOM_BLOCKS
+        if mode == "off":
+            if self._staged is not None:
+                for layer in self.cache.layers:
+                    layer.unstage()
+            self._staged = None
+        else:
+            self._staged = (tuple(rids), [s + 1 for s in starts], blocks * self.cache.block_size)
+        self.stage_counts[mode] += 1
+        return mode, blocks
 
     def apply_swaps(self, out: SchedulerOutput) -> None:
         for direction, mapping in out.block_copies:
@@ -51,17 +93,22 @@ class ModelRunner:
         lengths: list[int] = []
         tables: list[Sequence[int]] = []
         ids: list[int] = []
+        rids_all: list[str] = []
         for step in out.steps:
             r = step.request
             rid = r.request_id
             start = r.computed
+            rids_all.append(rid)
             starts.append(start)
             lengths.append(step.tokens)
             tables.append(block_tables[rid])
             ids.extend(token_ids[rid][start : start + step.tokens])
-        batch = AttentionBatch.build(starts, lengths, tables, self.cache.block_size, self.device)
-        positions = torch.cat(
-            [torch.arange(s, s + n) for s, n in zip(starts, lengths, strict=True)]
+        mode, blocks = self._stage_mode(out, rids_all, starts, lengths)
+        batch = AttentionBatch.build(
+            starts, lengths, tables, self.cache.block_size, self.device, mode, blocks
+        )
+        positions = torch.from_numpy(
+            np.concatenate([np.arange(s, s + n) for s, n in zip(starts, lengths, strict=True)])
         ).to(self.device)
         input_ids = torch.tensor(ids, dtype=torch.long, device=self.device)
         logits = self.model(input_ids, positions, batch, self.cache.layers)
