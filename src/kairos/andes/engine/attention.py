@@ -61,7 +61,7 @@ class AttentionBatch:
     slot_mapping: torch.Tensor | None  # [T] cache slot of every new token; None = no cache
     last_index: torch.Tensor  # [S] flat index of each sequence's last token
     decode_index: torch.Tensor | None = None  # [D] flat indices of the one-token sequences
-    decode_tables: torch.Tensor | None = None  # [D, max_blocks], padded with block 0
+    decode_tables: torch.Tensor | None = None  # [D, max_blocks], padded with block 0 (gather)
     decode_bias: torch.Tensor | None = None  # [D, max_blocks * block_size]: 0 or -inf
     stage: StageMode = "off"
     stage_pos: torch.Tensor | None = None  # reuse: [D] position of each row's new token
@@ -82,23 +82,26 @@ class AttentionBatch:
         """`starts[s]`: tokens of sequence s already in the cache; `lengths[s]`: new tokens.
         `stage` (all-decode batches only): "fill" gathers `stage_blocks` blocks per sequence
         (its table padded) to keep; "reuse" gathers nothing."""
+        if all(n == 1 for n in lengths):
+            return cls._decodes(starts, block_tables, block_size, device, stage, stage_blocks)
         firsts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        slots: list[np.ndarray] = []
+        slots: list[int] = []
         dec_rows: list[int] = []
         dec_tables: list[Sequence[int]] = []
         dec_ctx: list[int] = []
         prefills: list[PrefillSpan] = []
         for first, st, ln, blocks in zip(firsts, starts, lengths, block_tables, strict=True):
-            used = list(blocks[: -(-(st + ln) // block_size)])  # later chunks' blocks unused
-            pos = np.arange(st, st + ln)
-            slots.append(
-                np.asarray(used, dtype=np.int64)[pos // block_size] * block_size + pos % block_size
-            )
-            if ln == 1:
+            if ln == 1:  # a decode: plain ints, this runs for every sequence every iteration
+                slots.append(blocks[st // block_size] * block_size + st % block_size)
                 dec_rows.append(int(first))
-                dec_tables.append(used)
+                dec_tables.append(blocks[: st // block_size + 1])
                 dec_ctx.append(st + 1)
                 continue
+            used = list(blocks[: -(-(st + ln) // block_size)])  # later chunks' blocks unused
+            pos = np.arange(st, st + ln)
+            slots.extend(
+                (np.asarray(used)[pos // block_size] * block_size + pos % block_size).tolist()
+            )
             mask = None
             if st:
                 k = torch.arange(st + ln)
@@ -109,7 +112,7 @@ class AttentionBatch:
                 )
             )
         batch = cls(
-            slot_mapping=torch.from_numpy(np.concatenate(slots)).to(device),
+            slot_mapping=torch.tensor(slots, dtype=torch.long, device=device),
             last_index=torch.from_numpy(firsts + np.asarray(lengths) - 1).to(device),
             prefills=prefills,
             all_decode=not prefills,
@@ -118,16 +121,54 @@ class AttentionBatch:
         assert stage == "off" or batch.all_decode, "staging is for all-decode batches"
         if dec_rows:
             width = max(len(t) for t in dec_tables)
+            hidden = np.arange(width * block_size)[None, :] >= np.asarray(dec_ctx)[:, None]
+            batch.decode_index = torch.tensor(dec_rows, dtype=torch.long, device=device)
+            batch.decode_bias = torch.from_numpy(np.where(hidden, -np.inf, 0.0)).to(device)
+            if stage == "reuse":  # nothing to gather
+                batch.stage_pos = torch.tensor(np.asarray(dec_ctx) - 1, device=device)
+                return batch
             table = np.zeros((len(dec_rows), max(width, stage_blocks)), dtype=np.int64)
             for i, t in enumerate(dec_tables):
                 table[i, : len(t)] = t
-            k_pos = np.arange(width * block_size)
-            hidden = k_pos[None, :] >= np.asarray(dec_ctx)[:, None]
-            batch.decode_index = torch.tensor(dec_rows, dtype=torch.long, device=device)
             batch.decode_tables = torch.from_numpy(table).to(device)
-            batch.decode_bias = torch.from_numpy(np.where(hidden, -np.inf, 0.0)).to(device)
-            if stage == "reuse":
-                batch.stage_pos = torch.tensor(np.asarray(dec_ctx) - 1, device=device)
+        return batch
+
+    @classmethod
+    def _decodes(
+        cls,
+        starts: Sequence[int],
+        block_tables: Sequence[Sequence[int]],
+        block_size: int,
+        device: torch.device,
+        stage: StageMode,
+        stage_blocks: int,
+    ) -> AttentionBatch:
+        """`build` for the common iteration, one new token per sequence, with few tensor ops:
+        it runs every iteration, and at small batches its overhead is a visible share."""
+        bs = block_size
+        rows = torch.arange(len(starts), device=device)
+        width = max(starts) // bs + 1
+        hidden = np.arange(width * bs)[None, :] > np.asarray(starts)[:, None]
+        batch = cls(
+            slot_mapping=torch.tensor(
+                [t[p // bs] * bs + p % bs for p, t in zip(starts, block_tables, strict=True)],
+                device=device,
+            ),
+            last_index=rows,
+            decode_index=rows,
+            decode_bias=torch.from_numpy(np.where(hidden, -np.inf, 0.0).astype(np.float32)).to(
+                device
+            ),
+            all_decode=True,
+            stage=stage,
+        )
+        if stage == "reuse":  # nothing to gather
+            batch.stage_pos = torch.tensor(starts, device=device)
+            return batch
+        table = np.zeros((len(starts), max(width, stage_blocks)), dtype=np.int64)
+        for i, (p, t) in enumerate(zip(starts, block_tables, strict=True)):
+            table[i, : p // bs + 1] = t[: p // bs + 1]
+        batch.decode_tables = torch.from_numpy(table).to(device)
         return batch
 
     @classmethod
@@ -184,7 +225,7 @@ def paged_attention(
     kv.v.view(hkv, nb * bs, d).index_copy_(1, batch.slot_mapping, v.transpose(0, 1))
     out = q if batch.all_decode else torch.empty_like(q)
     if batch.decode_index is not None:
-        assert batch.decode_tables is not None and batch.decode_bias is not None
+        assert batch.decode_bias is not None
         keys, values = _decode_contexts(k, v, batch, kv)
         queries = q if batch.all_decode else q[batch.decode_index]
         o = _attend_decodes(queries, keys, values, batch.decode_bias)
@@ -205,7 +246,7 @@ def _decode_contexts(
     k: torch.Tensor, v: torch.Tensor, batch: AttentionBatch, kv: LayerKV
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Keys and values `[Hkv, rows, width, D]` of the decode rows: staged, or gathered."""
-    assert batch.decode_tables is not None and batch.decode_bias is not None
+    assert batch.decode_bias is not None
     hkv, _, bs, d = kv.k.shape
     rows, span = batch.decode_bias.shape
     if batch.stage == "reuse":
@@ -215,6 +256,7 @@ def _decode_contexts(
         kv.staged_k[:, r, batch.stage_pos] = k.transpose(0, 1)
         kv.staged_v[:, r, batch.stage_pos] = v.transpose(0, 1)
         return kv.staged_k[:, :, :span], kv.staged_v[:, :, :span]
+    assert batch.decode_tables is not None
     flat = batch.decode_tables.view(-1)
     wide = batch.decode_tables.shape[1] * bs
     keys = kv.k.index_select(1, flat).view(hkv, rows, wide, d)

@@ -22,7 +22,9 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = x if x.dtype == torch.float64 else x.float()  # normalise in at least float32
+        if x.dtype in (torch.float32, torch.float64):  # one fused op, same arithmetic
+            return nn.functional.rms_norm(x, self.weight.shape, self.weight, self.eps)
+        h = x.float()  # half types normalise in float32, as Hugging Face does
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * h.to(x.dtype)
 
@@ -103,13 +105,16 @@ class Attention(nn.Module):
         kv: LayerKV | None,
     ) -> torch.Tensor:
         t = x.shape[0]
-        if self._qkv is not None:
-            q_, k_, v_ = nn.functional.linear(x, *self._qkv).split(self._split, dim=-1)
+        if self._qkv is not None:  # rotate q and k together: one set of elementwise ops
+            qkv = nn.functional.linear(x, *self._qkv)
+            qk_dim = (self.heads + self.kv_heads) * self.head_dim
+            qk = apply_rope(qkv[:, :qk_dim].view(t, -1, self.head_dim), *rope)
+            q, k = qk[:, : self.heads], qk[:, self.heads :]
+            v = qkv[:, qk_dim:].view(t, self.kv_heads, self.head_dim)
         else:
-            q_, k_, v_ = self.q_proj(x), self.k_proj(x), self.v_proj(x)
-        q = apply_rope(q_.view(t, self.heads, self.head_dim), *rope)
-        k = apply_rope(k_.view(t, self.kv_heads, self.head_dim), *rope)
-        v = v_.view(t, self.kv_heads, self.head_dim)
+            q = apply_rope(self.q_proj(x).view(t, self.heads, self.head_dim), *rope)
+            k = apply_rope(self.k_proj(x).view(t, self.kv_heads, self.head_dim), *rope)
+            v = self.v_proj(x).view(t, self.kv_heads, self.head_dim)
         out = paged_attention(q, k, v, batch, kv)
         return self.o_proj(out.reshape(t, self.heads * self.head_dim))
 

@@ -107,9 +107,11 @@ class ModelRunner:
         batch = AttentionBatch.build(
             starts, lengths, tables, self.cache.block_size, self.device, mode, blocks
         )
-        positions = torch.from_numpy(
-            np.concatenate([np.arange(s, s + n) for s, n in zip(starts, lengths, strict=True)])
-        ).to(self.device)
+        if len(ids) == len(starts):  # decodes only: one position each
+            positions = torch.tensor(starts, device=self.device)
+        else:
+            spans = [np.arange(s, s + n) for s, n in zip(starts, lengths, strict=True)]
+            positions = torch.from_numpy(np.concatenate(spans)).to(self.device)
         input_ids = torch.tensor(ids, dtype=torch.long, device=self.device)
         logits = self.model(input_ids, positions, batch, self.cache.layers)
         rows = [i for i, s in enumerate(out.steps) if s.samples]
