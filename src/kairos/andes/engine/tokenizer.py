@@ -148,7 +148,13 @@ class Detokenizer:
         return delta, False
 
     def flush(self) -> str:
-        """Everything not yet emitted (at the end of the stream)."""
+        """Everything not yet emitted (at the end of the stream), including bytes held back
+        as an unfinished character: a real U+FFFD, or a cut one, which is then shown as one."""
+        if self._read < len(self.ids):
+            new = self.tokenizer.decode(self.ids[self._prefix :])
+            old = self.tokenizer.decode(self.ids[self._prefix : self._read])
+            self.text += new[len(old) :]
+            self._prefix = self._read = len(self.ids)
         delta = self.text[self.emitted :]
         self.emitted = len(self.text)
         return delta
