@@ -12,8 +12,8 @@ formed, a more generous variant than the paper's.
 from __future__ import annotations
 
 import math
-from collections import deque
 
+from kairos.orloj.baselines.common import FifoQueue
 from kairos.orloj.policy import Batch, ProfileSnapshot, Request
 
 
@@ -37,7 +37,7 @@ class ClipperPolicy:
         self.drop_expired = drop_expired
         self.max_batch = 1
         self.history: list[int] = [1]  # max batch size after each batch
-        self._queue: deque[Request] = deque()
+        self._queue = FifoQueue()
         self._in_flight = 0
 
     def adapt(self, measured_ms: float) -> int:
@@ -50,7 +50,7 @@ class ClipperPolicy:
         return self.max_batch
 
     def on_arrival(self, request: Request, now: float) -> list[Request]:
-        self._queue.append(request)
+        self._queue.items.append(request)
         return []
 
     def next_batch(self, now: float) -> tuple[Batch | None, list[Request]]:
@@ -58,12 +58,10 @@ class ClipperPolicy:
         if self._in_flight:
             return None, dropped
         if self.drop_expired:
-            dropped = [r for r in self._queue if r.deadline <= now]
-            if dropped:
-                self._queue = deque(r for r in self._queue if r.deadline > now)
+            dropped = self._queue.drop_expired(now, head_only=False)
         if not self._queue:
             return None, dropped
-        take = [self._queue.popleft() for _ in range(min(self.max_batch, len(self._queue)))]
+        take = self._queue.take(self.max_batch)
         self._in_flight += 1
         return Batch(take, meta={"max_batch": float(self.max_batch)}), dropped
 

@@ -11,8 +11,7 @@ latency or deadlines; `drop_expired=True` discards requests already past their d
 
 from __future__ import annotations
 
-from collections import deque
-
+from kairos.orloj.baselines.common import FifoQueue
 from kairos.orloj.policy import Batch, ProfileSnapshot, Request
 
 
@@ -27,11 +26,11 @@ class TimeoutBatcher:
         self.max_batch_size = max_batch_size
         self.max_queue_delay_ms = max_queue_delay_ms
         self.drop_expired = drop_expired
-        self._queue: deque[Request] = deque()
+        self._queue = FifoQueue()
         self._in_flight = 0
 
     def on_arrival(self, request: Request, now: float) -> list[Request]:
-        self._queue.append(request)
+        self._queue.items.append(request)
         return []
 
     def next_batch(self, now: float) -> tuple[Batch | None, list[Request]]:
@@ -39,14 +38,13 @@ class TimeoutBatcher:
         if self._in_flight:
             return None, dropped
         if self.drop_expired:
-            while self._queue and self._queue[0].deadline <= now:
-                dropped.append(self._queue.popleft())
+            dropped = self._queue.drop_expired(now, head_only=True)
         if not self._queue:
             return None, dropped
         full = len(self._queue) >= self.max_batch_size
-        if not full and now < self._queue[0].release + self.max_queue_delay_ms:
+        if not full and now < self._queue.items[0].release + self.max_queue_delay_ms:
             return None, dropped
-        take = [self._queue.popleft() for _ in range(min(self.max_batch_size, len(self._queue)))]
+        take = self._queue.take(self.max_batch_size)
         self._in_flight += 1
         return Batch(take), dropped
 
@@ -56,7 +54,7 @@ class TimeoutBatcher:
     def next_wakeup(self, now: float) -> float | None:
         if self._in_flight or not self._queue or len(self._queue) >= self.max_batch_size:
             return None
-        return self._queue[0].release + self.max_queue_delay_ms
+        return self._queue.items[0].release + self.max_queue_delay_ms
 
     def on_profile(self, snapshot: ProfileSnapshot) -> None:
         return None
