@@ -84,18 +84,19 @@ class AttentionBatch:
         (its table padded) to keep; "reuse" gathers nothing."""
         if all(n == 1 for n in lengths):
             return cls._decodes(starts, block_tables, block_size, device, stage, stage_blocks)
+        assert stage == "off", "staging is for all-decode batches"
         firsts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         slots: list[int] = []
         dec_rows: list[int] = []
+        dec_starts: list[int] = []
         dec_tables: list[Sequence[int]] = []
-        dec_ctx: list[int] = []
         prefills: list[PrefillSpan] = []
         for first, st, ln, blocks in zip(firsts, starts, lengths, block_tables, strict=True):
-            if ln == 1:  # a decode: plain ints, this runs for every sequence every iteration
+            if ln == 1:
                 slots.append(blocks[st // block_size] * block_size + st % block_size)
                 dec_rows.append(int(first))
-                dec_tables.append(blocks[: st // block_size + 1])
-                dec_ctx.append(st + 1)
+                dec_starts.append(st)
+                dec_tables.append(blocks)
                 continue
             used = list(blocks[: -(-(st + ln) // block_size)])  # later chunks' blocks unused
             pos = np.arange(st, st + ln)
@@ -115,22 +116,11 @@ class AttentionBatch:
             slot_mapping=torch.tensor(slots, dtype=torch.long, device=device),
             last_index=torch.from_numpy(firsts + np.asarray(lengths) - 1).to(device),
             prefills=prefills,
-            all_decode=not prefills,
-            stage=stage,
         )
-        assert stage == "off" or batch.all_decode, "staging is for all-decode batches"
         if dec_rows:
-            width = max(len(t) for t in dec_tables)
-            hidden = np.arange(width * block_size)[None, :] >= np.asarray(dec_ctx)[:, None]
             batch.decode_index = torch.tensor(dec_rows, dtype=torch.long, device=device)
-            batch.decode_bias = torch.from_numpy(np.where(hidden, -np.inf, 0.0)).to(device)
-            if stage == "reuse":  # nothing to gather
-                batch.stage_pos = torch.tensor(np.asarray(dec_ctx) - 1, device=device)
-                return batch
-            table = np.zeros((len(dec_rows), max(width, stage_blocks)), dtype=np.int64)
-            for i, t in enumerate(dec_tables):
-                table[i, : len(t)] = t
-            batch.decode_tables = torch.from_numpy(table).to(device)
+            batch.decode_bias = _decode_bias(dec_starts, block_size, device)
+            batch.decode_tables = _decode_tables(dec_starts, dec_tables, block_size, 0, device)
         return batch
 
     @classmethod
@@ -147,8 +137,6 @@ class AttentionBatch:
         it runs every iteration, and at small batches its overhead is a visible share."""
         bs = block_size
         rows = torch.arange(len(starts), device=device)
-        width = max(starts) // bs + 1
-        hidden = np.arange(width * bs)[None, :] > np.asarray(starts)[:, None]
         batch = cls(
             slot_mapping=torch.tensor(
                 [t[p // bs] * bs + p % bs for p, t in zip(starts, block_tables, strict=True)],
@@ -156,19 +144,14 @@ class AttentionBatch:
             ),
             last_index=rows,
             decode_index=rows,
-            decode_bias=torch.from_numpy(np.where(hidden, -np.inf, 0.0).astype(np.float32)).to(
-                device
-            ),
+            decode_bias=_decode_bias(starts, bs, device),
             all_decode=True,
             stage=stage,
         )
         if stage == "reuse":  # nothing to gather
             batch.stage_pos = torch.tensor(starts, device=device)
-            return batch
-        table = np.zeros((len(starts), max(width, stage_blocks)), dtype=np.int64)
-        for i, (p, t) in enumerate(zip(starts, block_tables, strict=True)):
-            table[i, : p // bs + 1] = t[: p // bs + 1]
-        batch.decode_tables = torch.from_numpy(table).to(device)
+        else:
+            batch.decode_tables = _decode_tables(starts, block_tables, bs, stage_blocks, device)
         return batch
 
     @classmethod
@@ -178,6 +161,28 @@ class AttentionBatch:
             last_index=torch.tensor([length - 1], device=device),
             prefills=[PrefillSpan(0, length, 0, None, None)],
         )
+
+
+def _decode_bias(starts: Sequence[int], block_size: int, device: torch.device) -> torch.Tensor:
+    """[D, width * block_size]: 0 up to each decode's new token, -inf past it."""
+    width = max(starts) // block_size + 1
+    hidden = np.arange(width * block_size)[None, :] > np.asarray(starts)[:, None]
+    return torch.from_numpy(np.where(hidden, -np.inf, 0.0).astype(np.float32)).to(device)
+
+
+def _decode_tables(
+    starts: Sequence[int],
+    block_tables: Sequence[Sequence[int]],
+    block_size: int,
+    min_blocks: int,
+    device: torch.device,
+) -> torch.Tensor:
+    """[D, max(width, min_blocks)] block ids each decode attends to, padded with block 0."""
+    width = max(starts) // block_size + 1
+    table = np.zeros((len(starts), max(width, min_blocks)), dtype=np.int64)
+    for i, (p, t) in enumerate(zip(starts, block_tables, strict=True)):
+        table[i, : p // block_size + 1] = t[: p // block_size + 1]
+    return torch.from_numpy(table).to(device)
 
 
 def _attend(
