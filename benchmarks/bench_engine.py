@@ -94,8 +94,9 @@ def dense_greedy(
                     attn_mask=mask,
                     enable_gqa=True,
                 )
-                x = x + att.o_proj(o.transpose(1, 2).reshape(b * n, -1))
-                x = x + layer.mlp(layer.post_attention_layernorm(x))
+                o = o.transpose(1, 2).reshape(b * n, -1)
+                x = torch.addmm(x, o, att.o_proj.weight.t())  # the residual add, as ours
+                x = layer.mlp(layer.post_attention_layernorm(x), residual=x)
             last = model.model.norm(x.view(b, n, -1)[:, -1])
             nxt = model.lm_head(last).argmax(-1)
             out[:, step] = nxt

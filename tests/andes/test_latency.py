@@ -4,9 +4,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kairos.andes.capacity import capacity, sustainable_rate
-from kairos.andes.latency import PROFILES, RooflineProfile, fit_profile, load_profile
+from kairos.andes.latency import (
+    PROFILES,
+    LinearProfile,
+    RooflineProfile,
+    fit_profile,
+    load_profile,
+)
 
 
 def test_fitter_recovers_a_known_model_from_noisy_samples() -> None:
@@ -24,6 +32,31 @@ def test_fitter_recovers_a_known_model_from_noisy_samples() -> None:
     )
     with pytest.raises(ValueError, match="decode_samples"):
         fit_profile("bad", dec[:, :2], pre, kv_capacity=1)
+
+
+@given(
+    coef=st.tuples(*[st.floats(0, 1)] * 3),
+    batch=st.integers(0, 512),
+    context=st.integers(0, 10**6),
+    tokens=st.integers(0, 10**5),
+)
+def test_linear_profile_scalar_path_equals_array_path(
+    coef: tuple[float, float, float], batch: int, context: int, tokens: int
+) -> None:
+    """Plain numbers take a shortcut (the engine asks every iteration); same answers."""
+    prof = LinearProfile(
+        name="p",
+        decode_coef=coef,
+        prefill_coef=coef,
+        swap_s_per_token=0.0,
+        kv_capacity=1,
+        swap_capacity=0,
+    )
+    arr = prof.decode_time(np.array([batch, batch]), np.array([context, context]))[0]
+    assert float(prof.decode_time(batch, context)) == pytest.approx(float(arr), rel=1e-12)
+    arr = prof.prefill_time(np.array([tokens, tokens]))[0]
+    assert float(prof.prefill_time(tokens)) == pytest.approx(float(arr), rel=1e-12)
+    assert float(prof.decode_time(0, context)) == 0.0 == float(prof.prefill_time(0))
 
 
 def test_fitted_profile_round_trips_through_json(tmp_path: Path) -> None:

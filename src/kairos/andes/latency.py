@@ -157,14 +157,19 @@ class LinearProfile(BaseModel):
     def decode_time(
         self, batch: np.ndarray | float, context_tokens: np.ndarray | float
     ) -> np.ndarray:
-        b = np.asarray(batch, dtype=np.float64)
         d0, d1, d2 = self.decode_coef
+        if isinstance(batch, int | float) and isinstance(context_tokens, int | float):
+            # plain numbers (the engine asks every iteration): no array round trip
+            return np.asarray(d0 + d1 * batch + d2 * context_tokens if batch > 0 else 0.0)
+        b = np.asarray(batch, dtype=np.float64)
         t = d0 + d1 * b + d2 * np.asarray(context_tokens, dtype=np.float64)
         return np.where(b > 0, t, 0.0)
 
     def prefill_time(self, tokens: np.ndarray | float) -> np.ndarray:
-        n = np.asarray(tokens, dtype=np.float64)
         p0, p1, p2 = self.prefill_coef
+        if isinstance(tokens, int | float):
+            return np.asarray(p0 + p1 * tokens + p2 * tokens * tokens if tokens > 0 else 0.0)
+        n = np.asarray(tokens, dtype=np.float64)
         return np.where(n > 0, p0 + p1 * n + p2 * n * n, 0.0)
 
     def swap_time(self, tokens: np.ndarray | float) -> np.ndarray:

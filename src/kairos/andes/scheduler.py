@@ -57,6 +57,7 @@ class SchedulerOutput:
         default_factory=list
     )
     decision_s: float = 0.0  # wall time the policy took
+    finished: list[Request] = field(default_factory=list)  # stopped here: outgrew the cache
 
     @property
     def is_empty(self) -> bool:
@@ -284,6 +285,7 @@ class Scheduler:
                 # alone and still no room: the context outgrew the whole cache; stop it
                 # rather than preempt and re-admit it forever
                 self.finish_requests([r.request_id], r.token_times[-1], "length")
+                out.finished.append(r)
                 return False
             victim = candidates[0] if candidates else r
             self._preempt(victim, mode, out)

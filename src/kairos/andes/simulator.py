@@ -65,18 +65,20 @@ def iteration_time(latency: LatencyModel, out: SchedulerOutput) -> float:
     """Prefill-only steps cost a prefill over all their tokens; decode steps one decode
     iteration over the batch's context; a mixed (chunked) step a decode iteration plus the
     prefill chunk's extra compute. Swap copies block the iteration."""
-    prefill = out.prefill_tokens
-    decodes = out.decode_steps
+    decodes = context = prefill = 0  # one pass: the engine calls this every iteration
+    for step in out.steps:
+        if step.tokens == 1 and step.request.generated > 0:
+            decodes += 1
+            context += step.request.context_len
+        else:
+            prefill += step.tokens
     t = 0.0
     if decodes:
-        ctx = sum(s.request.context_len for s in decodes)
-        t += float(latency.decode_time(len(decodes), ctx))
+        t += float(latency.decode_time(decodes, context))
         if prefill:
-            t += max(
-                0.0, float(latency.prefill_time(sum(prefill))) - float(latency.prefill_time(1))
-            )
+            t += max(0.0, float(latency.prefill_time(prefill)) - float(latency.prefill_time(1)))
     elif prefill:
-        t += float(latency.prefill_time(sum(prefill)))
+        t += float(latency.prefill_time(prefill))
     for r, _ in out.swap_in:
         t += float(latency.swap_time(r.context_len))
     for r, _ in out.swap_out:

@@ -38,6 +38,21 @@ def test_max_tokens_stops_with_length_and_frees_blocks() -> None:
     assert not e.seqs
 
 
+def test_a_request_that_outgrows_the_whole_cache_ends_with_length() -> None:
+    """Alone in a 4-block cache, its context reaches 64 tokens and can grow no further: it
+    is stopped (not preempted and re-admitted forever), and its stream gets a last event.
+    The config refuses max_model_len above the cache; the scheduler's guard is the second
+    line, tested here by lifting the engine's limit after the check."""
+    e = make_engine(blocks=4, cpu_blocks=0, max_model_len=64)
+    e.max_model_len = 512
+    events = run_one(e, "a", [256] + [5] * 39, SamplingParams(max_tokens=100, ignore_eos=True))
+    assert events[-1].finish_reason == "length" and events[-1].token_id is None
+    # 64 cached tokens (40 prompt + 24 output) yield a 25th token, whose KV has no room
+    assert events[-1].completion_tokens == 64 - 40 + 1
+    assert sum(ev.token_id is not None for ev in events) == 64 - 40 + 1
+    assert e.scheduler.blocks.gpu.free == 4 and not e.seqs and not e.has_unfinished
+
+
 def test_stop_string_truncates_text_and_ends_with_stop() -> None:
     e = make_engine()
     params = SamplingParams(max_tokens=40, temperature=0, ignore_eos=True)

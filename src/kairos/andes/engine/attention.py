@@ -20,9 +20,13 @@ Staging. A decode batch gathers every context every layer, although from one dec
 to the next only one token per sequence is new. When an iteration is all decodes of the same
 sequences as the last one (no prefill, no swap in between), the contexts gathered last time
 (`LayerKV.staged_k/v`, with a few blocks of headroom) get the new token written in place and
-are attended again; any other iteration gathers afresh ("fill") or drops them ("off"). The
-paged cache stays the only source of truth; staging holds the running decode batch's KV a
-second time, so it is meant for host memory (the engine enables it on CPU).
+are attended again; any other iteration gathers afresh ("fill") or drops them ("off"). While
+reusing, new tokens go to the staged rows only; the runner copies them into their paged slots
+in one go at the start of the next iteration that is not a reuse, before any swap or gather
+reads the paged cache (`ModelRunner.flush_staged`). A slot freed meanwhile (its request
+finished) may receive a stale token then, which is harmless: its next owner writes a slot
+before any query reads it. Staging holds the running decode batch's KV a second time, so it
+is meant for host memory (the engine enables it on CPU).
 
 `AttentionBatch.dense` gives the same computation without a cache (one sequence, causal), the
 reference the paged path is tested against.
@@ -64,8 +68,9 @@ class AttentionBatch:
     decode_tables: torch.Tensor | None = None  # [D, max_blocks], padded with block 0 (gather)
     decode_bias: torch.Tensor | None = None  # [D, max_blocks * block_size]: 0 or -inf
     stage: StageMode = "off"
-    stage_pos: torch.Tensor | None = None  # reuse: [D] position of each row's new token
+    stage_slots: torch.Tensor | None = None  # reuse: [D] flat row * capacity + position
     all_decode: bool = False  # every token is a decode: outputs need no scatter
+    head_bias: torch.Tensor | None = None  # decode_bias per KV head (`_head_bias`), lazily
     prefills: list[PrefillSpan] = field(default_factory=list)
 
     @classmethod
@@ -81,7 +86,8 @@ class AttentionBatch:
     ) -> AttentionBatch:
         """`starts[s]`: tokens of sequence s already in the cache; `lengths[s]`: new tokens.
         `stage` (all-decode batches only): "fill" gathers `stage_blocks` blocks per sequence
-        (its table padded) to keep; "reuse" gathers nothing."""
+        (its table padded) to keep; "reuse" gathers nothing and writes each new token into
+        the staged rows, `stage_blocks` blocks wide."""
         if all(n == 1 for n in lengths):
             return cls._decodes(starts, block_tables, block_size, device, stage, stage_blocks)
         assert stage == "off", "staging is for all-decode batches"
@@ -149,7 +155,10 @@ class AttentionBatch:
             stage=stage,
         )
         if stage == "reuse":  # nothing to gather
-            batch.stage_pos = torch.tensor(starts, device=device)
+            cap = stage_blocks * bs
+            batch.stage_slots = torch.tensor(
+                [i * cap + p for i, p in enumerate(starts)], device=device
+            )
         else:
             batch.decode_tables = _decode_tables(starts, block_tables, bs, stage_blocks, device)
         return batch
@@ -203,15 +212,28 @@ def _attend(
 def _attend_decodes(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor
 ) -> torch.Tensor:
-    """q [S, H, D]; k/v [Hkv, S, K, D]; bias [S, K] -> [S, H, D]. Query head h reads KV head
-    h // (H / Hkv), the Hugging Face grouped-query convention."""
-    hkv, s, _, d = k.shape
-    queries = q.view(s, hkv, -1, d).transpose(0, 1)  # [Hkv, S, G, D]
-    scores = torch.matmul(queries, k.transpose(-1, -2)).mul_(d**-0.5)
-    scores.add_(bias[None, :, None, :].to(scores.dtype))
+    """q [S, H, D]; k/v [Hkv, S, K, D]; bias [Hkv * S, 1, K] (`_head_bias`) -> [S, H, D].
+    Query head h reads KV head h // (H / Hkv), the Hugging Face grouped-query convention.
+    Scaling and masking ride on the first matmul (`baddbmm`): three ops per layer."""
+    hkv, s, width, d = k.shape
+    queries = q.view(s, hkv, -1, d).transpose(0, 1).reshape(hkv * s, -1, d)  # [Hkv*S, G, D]
+    keys = k.reshape(hkv * s, width, d)  # a view: staged and gathered rows are evenly strided
+    scores = torch.baddbmm(bias, queries, keys.transpose(1, 2), alpha=d**-0.5)
     low = scores.dtype in (torch.float16, torch.bfloat16)
     probs = scores.softmax(-1, dtype=torch.float32 if low else None).to(v.dtype)
-    return torch.matmul(probs, v).transpose(0, 1).reshape(s, -1, d)
+    out = torch.bmm(probs, v.reshape(hkv * s, width, d))
+    return out.view(hkv, s, -1, d).transpose(0, 1).reshape(s, -1, d)
+
+
+def _head_bias(batch: AttentionBatch, kv_heads: int, dtype: torch.dtype) -> torch.Tensor:
+    """The decode mask repeated per KV head, `[Hkv * S, 1, K]`: built by the first layer and
+    kept on the batch, so the layers after it only read it."""
+    if batch.head_bias is None:
+        assert batch.decode_bias is not None
+        rows, width = batch.decode_bias.shape
+        bias = batch.decode_bias.to(dtype)[None].expand(kv_heads, rows, width)
+        batch.head_bias = bias.reshape(kv_heads * rows, 1, width)
+    return batch.head_bias
 
 
 def paged_attention(
@@ -226,14 +248,15 @@ def paged_attention(
         (span,) = batch.prefills  # dense: one sequence, no cache
         return _attend(q, k.transpose(0, 1), v.transpose(0, 1), span.mask)
     hkv, nb, bs, d = kv.k.shape
-    kv.k.view(hkv, nb * bs, d).index_copy_(1, batch.slot_mapping, k.transpose(0, 1))
-    kv.v.view(hkv, nb * bs, d).index_copy_(1, batch.slot_mapping, v.transpose(0, 1))
+    if batch.stage != "reuse":  # a reuse writes the staged rows; the runner flushes them
+        kv.k.view(hkv, nb * bs, d).index_copy_(1, batch.slot_mapping, k.transpose(0, 1))
+        kv.v.view(hkv, nb * bs, d).index_copy_(1, batch.slot_mapping, v.transpose(0, 1))
     out = q if batch.all_decode else torch.empty_like(q)
     if batch.decode_index is not None:
         assert batch.decode_bias is not None
         keys, values = _decode_contexts(k, v, batch, kv)
         queries = q if batch.all_decode else q[batch.decode_index]
-        o = _attend_decodes(queries, keys, values, batch.decode_bias)
+        o = _attend_decodes(queries, keys, values, _head_bias(batch, hkv, q.dtype))
         if batch.all_decode:
             return o
         out[batch.decode_index] = o
@@ -256,10 +279,9 @@ def _decode_contexts(
     rows, span = batch.decode_bias.shape
     if batch.stage == "reuse":
         assert kv.staged_k is not None and kv.staged_v is not None
-        assert batch.stage_pos is not None
-        r = torch.arange(rows, device=k.device)
-        kv.staged_k[:, r, batch.stage_pos] = k.transpose(0, 1)
-        kv.staged_v[:, r, batch.stage_pos] = v.transpose(0, 1)
+        assert batch.stage_slots is not None
+        for staged, new in ((kv.staged_k, k), (kv.staged_v, v)):
+            staged.view(hkv, -1, d).index_copy_(1, batch.stage_slots, new.transpose(0, 1))
         return kv.staged_k[:, :, :span], kv.staged_v[:, :, :span]
     assert batch.decode_tables is not None
     flat = batch.decode_tables.view(-1)

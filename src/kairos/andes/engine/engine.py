@@ -34,7 +34,7 @@ from kairos.andes.latency import LatencyModel, LinearProfile, load_profile
 from kairos.andes.policies.base import Policy
 from kairos.andes.policies.registry import make_policy
 from kairos.andes.request import Request
-from kairos.andes.scheduler import Scheduler, SchedulerConfig
+from kairos.andes.scheduler import Scheduler, SchedulerConfig, SchedulerOutput
 from kairos.andes.simulator import iteration_time
 
 DTYPES = {
@@ -217,19 +217,14 @@ class LLMEngine:
         with self.lock:
             out = self.scheduler.schedule(self.now())
             self.counters.preemptions += len(out.recomputed) + len(out.swap_out)
-            tables = {
-                s.request.request_id: list(self.scheduler.blocks.tables[s.request.request_id])
-                for s in out.steps
-            }
-            seqs = {s.request.request_id: self.seqs[s.request.request_id] for s in out.steps}
+            block_tables = self.scheduler.blocks.tables
+            tables, tokens, params, generators = {}, {}, {}, {}
+            for rid in (s.request.request_id for s in out.steps):
+                seq = self.seqs[rid]
+                tables[rid] = list(block_tables[rid])  # copies: another thread may add/abort
+                tokens[rid], params[rid], generators[rid] = seq.token_ids, seq.params, seq.generator
         t1 = time.perf_counter()
-        new = self.runner.execute(
-            out,
-            {rid: s.token_ids for rid, s in seqs.items()},
-            tables,
-            {rid: s.params for rid, s in seqs.items()},
-            {rid: s.generator for rid, s in seqs.items()},
-        )
+        new = self.runner.execute(out, tokens, tables, params, generators)
         t2 = time.perf_counter()
         with self.lock:
             events = self._record(out, new)
@@ -238,7 +233,7 @@ class LLMEngine:
         self.counters.predicted_s += iteration_time(self.latency, out)
         return events
 
-    def _record(self, out: object, new: dict[str, int]) -> list[TokenEvent]:
+    def _record(self, out: SchedulerOutput, new: dict[str, int]) -> list[TokenEvent]:
         t = self.now()
         eos = self.tokenizer.eos_token_id
         stopped: list[str] = []
@@ -252,13 +247,14 @@ class LLMEngine:
             deltas[rid], hit = ("", False) if is_eos else seq.detok.add(tok)
             if hit or is_eos:
                 stopped.append(rid)
-        self.scheduler.update_from_output(out, t, stopped)  # type: ignore[arg-type]
+        self.scheduler.update_from_output(out, t, stopped)
         events: list[TokenEvent] = []
         for rid, delta in deltas.items():
             seq = self.seqs[rid]
             events.append(self._event(seq, new[rid], delta, t))
-        for seq in list(self.seqs.values()):  # finished inside schedule() (cache outgrown)
-            if seq.request.is_finished and not seq.reported:
+        for r in out.finished:  # stopped inside schedule(): its context outgrew the cache
+            seq = self.seqs.get(r.request_id)
+            if seq is not None and not seq.reported:
                 events.append(self._event(seq, None, "", t))
         return events
 

@@ -8,7 +8,8 @@ generated text) and a decode are all the same operation.
 
 The runner also decides, per iteration, whether the decode batch's contexts gathered last
 iteration can be reused (`attention.py`, "Staging"): only when this iteration decodes exactly
-the sequences the last one did, each one token further, with no swap in between.
+the sequences the last one did, each one token further, with no swap in between. Any other
+iteration first flushes what the reuses wrote only to the staged rows into the paged cache.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class ModelRunner:
         self.stage_decodes = stage_decodes
         # what the staged contexts hold: request ids, each row's next position, capacity
         self._staged: tuple[tuple[str, ...], list[int], int] | None = None
+        # tokens written only to the staged rows: (paged slots, staged flat slots) per reuse
+        self._unflushed: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.stage_counts = {"off": 0, "fill": 0, "reuse": 0}
 
     def _stage_mode(
@@ -59,15 +62,36 @@ class ModelRunner:
             else:
                 mode = "fill"
                 blocks = -(-(max(starts) + 1) // bs) + STAGE_HEADROOM_BLOCKS
+        if mode != "reuse":
+            self.flush_staged()  # before this iteration's swaps and gathers read the cache
         if mode == "off":
-            if self._staged is not None:
-                for layer in self.cache.layers:
-                    layer.unstage()
-            self._staged = None
+            self._unstage()
         else:
             self._staged = (tuple(rids), [s + 1 for s in starts], blocks * self.cache.block_size)
         self.stage_counts[mode] += 1
         return mode, blocks
+
+    def _unstage(self) -> None:
+        self.flush_staged()
+        if self._staged is not None:
+            for layer in self.cache.layers:
+                layer.unstage()
+        self._staged = None
+
+    def flush_staged(self) -> None:
+        """Copy the tokens that reuse iterations wrote only to the staged rows into their
+        paged slots (one gather and one scatter per layer and tensor)."""
+        if not self._unflushed:
+            return
+        slots = torch.cat([s for s, _ in self._unflushed])
+        rows = torch.cat([r for _, r in self._unflushed])
+        self._unflushed.clear()
+        for layer in self.cache.layers:
+            for paged, staged in ((layer.k, layer.staged_k), (layer.v, layer.staged_v)):
+                assert staged is not None
+                hkv, _, _, d = paged.shape
+                src = staged.view(hkv, -1, d).index_select(1, rows)
+                paged.view(hkv, -1, d).index_copy_(1, slots, src)
 
     def apply_swaps(self, out: SchedulerOutput) -> None:
         for direction, mapping in out.block_copies:
@@ -86,8 +110,9 @@ class ModelRunner:
         generators: Mapping[str, torch.Generator],
     ) -> dict[str, int]:
         """Run the iteration; returns the new token of every step that completes a context."""
-        self.apply_swaps(out)
-        if not out.steps:
+        if not out.steps:  # swaps alone (or nothing): the next decode batch regathers
+            self._unstage()
+            self.apply_swaps(out)
             return {}
         starts: list[int] = []
         lengths: list[int] = []
@@ -103,10 +128,14 @@ class ModelRunner:
             lengths.append(step.tokens)
             tables.append(block_tables[rid])
             ids.extend(token_ids[rid][start : start + step.tokens])
-        mode, blocks = self._stage_mode(out, rids_all, starts, lengths)
+        mode, blocks = self._stage_mode(out, rids_all, starts, lengths)  # flushes unless reuse
+        self.apply_swaps(out)
         batch = AttentionBatch.build(
             starts, lengths, tables, self.cache.block_size, self.device, mode, blocks
         )
+        if mode == "reuse":
+            assert batch.slot_mapping is not None and batch.stage_slots is not None
+            self._unflushed.append((batch.slot_mapping, batch.stage_slots))
         if len(ids) == len(starts):  # decodes only: one position each
             positions = torch.tensor(starts, device=self.device)
         else:
@@ -117,6 +146,8 @@ class ModelRunner:
         rows = [i for i, s in enumerate(out.steps) if s.samples]
         if not rows:
             return {}
-        rids = [out.steps[i].request.request_id for i in rows]
-        tokens = sample(logits[rows], [params[r] for r in rids], [generators[r] for r in rids])
+        if len(rows) < len(rids_all):  # a prefill chunk that ends mid-prompt samples nothing
+            logits = logits[rows]
+        rids = [rids_all[i] for i in rows]
+        tokens = sample(logits, [params[r] for r in rids], [generators[r] for r in rids])
         return dict(zip(rids, tokens, strict=True))
