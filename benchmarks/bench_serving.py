@@ -16,7 +16,8 @@ from kairos.experiments import ExperimentContext
 
 
 def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
-    cfg = ServingConfig(span_s=60.0, cycle_s=60.0, profile_quick=True) if quick else ServingConfig()
+    quick_cfg = ServingConfig(span_s=60.0, cycle_s=60.0, profile_quick=True, calibration_s=30.0)
+    cfg = quick_cfg if quick else ServingConfig()
     rows = serving(cfg, ExperimentContext(out_dir=out_dir / "serving", cache=False))
     by = {r["policy"]: r for r in rows}
     andes, fcfs = by["andes"]["measured_avg_qoe"], by["fcfs"]["measured_avg_qoe"]

@@ -109,3 +109,21 @@ def test_capacity_reads_the_crossing() -> None:
     assert capacity([1, 2], [0.99, 0.98], 0.95) == 2.0
     # a later recovery does not count: every lower load must meet the target
     assert capacity([1, 2, 3], [0.99, 0.90, 0.99], 0.95) < 2.0
+
+
+def test_the_regather_cost_is_fitted_beyond_the_decode_time() -> None:
+    rng = np.random.default_rng(1)
+    b = rng.integers(1, 64, 300).astype(float)
+    c = b * rng.uniform(50, 500, 300)
+    decode = 0.004 + 2e-4 * b + 2e-7 * c
+    dec = np.column_stack([b, c, decode + rng.normal(0, 1e-5, 300)])
+    pre = np.column_stack([np.arange(16.0, 66.0), 0.005 + 1e-5 * np.arange(16.0, 66.0)])
+    longest = c / b * 1.5
+    gather = np.column_stack([b, c, b * longest, decode + 8e-7 * b * longest])
+    prof = fit_profile("g", dec, pre, kv_capacity=1_000, regather_samples=gather)
+    assert prof.regather_s_per_token == pytest.approx(8e-7, rel=0.05)
+    assert prof.regather_time(1_000) == pytest.approx(8e-4, rel=0.05)
+    assert fit_profile("none", dec, pre, kv_capacity=1_000).regather_s_per_token == 0.0
+    assert prof.scaled(2.0).regather_s_per_token == pytest.approx(2 * prof.regather_s_per_token)
+    with pytest.raises(ValueError, match="regather_samples"):
+        fit_profile("bad", dec, pre, kv_capacity=1_000, regather_samples=gather[:, :3])

@@ -473,3 +473,31 @@ def test_truncation_by_max_tokens_is_reported_as_length() -> None:
     (r,) = sim.run().requests
     assert r.generated == 5
     assert r.finish_reason == "length"
+
+
+def test_a_changed_decode_batch_pays_the_regather_cost_once() -> None:
+    """Requests a (prompt 10, output 5) and b (prompt 20, output 3) arrive together; each
+    prefill runs alone (0.1 s each). The first decode iteration is a new batch (2 x 21
+    regathered tokens), the next keeps it, the third has lost the finished b (a new batch:
+    1 x 13 tokens), the last keeps it. Without a regather cost: 0.2 s + 4 decodes."""
+
+    def run(regather_s_per_token: float) -> dict[str, float]:
+        prof = LinearProfile(
+            name="regather",
+            decode_coef=(0.01, 0.0, 0.0),
+            prefill_coef=(0.1, 0.0, 0.0),
+            swap_s_per_token=0.0,
+            regather_s_per_token=regather_s_per_token,
+            kv_capacity=KV_BLOCKS * BLOCK,
+            swap_capacity=0,
+            block_size=BLOCK,
+        )
+        sim = Simulator(FCFSPolicy(), prof, SchedulerConfig(max_num_seqs=8))
+        for rid, prompt, out in (("a", 10, 5), ("b", 20, 3)):
+            sim.add(Request(rid, 0.0, prompt, out, ttft_s=1.0, tokens_per_s=5.0), out)
+        return {r.request_id: r.finish_time for r in sim.run().requests}
+
+    ends = run(1e-3)
+    assert ends["b"] == pytest.approx(0.2 + (0.01 + 2 * 21e-3) + 0.01)
+    assert ends["a"] == pytest.approx(ends["b"] + (0.01 + 13e-3) + 0.01)
+    assert run(0.0) == pytest.approx({"a": 0.2 + 4 * 0.01, "b": 0.2 + 2 * 0.01})

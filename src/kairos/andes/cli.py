@@ -165,8 +165,7 @@ def register(group: typer.Typer) -> None:
         the simulator use (`kairos serve --profile OUT`, `kairos andes simulate --profile OUT`)."""
         from kairos.andes.engine.config import EngineConfig
         from kairos.andes.engine.engine import LLMEngine, provisional_profile
-        from kairos.andes.engine.profiler import measure
-        from kairos.andes.latency import fit_profile
+        from kairos.andes.engine.profiler import fit, measure
         from kairos.report import print_table
 
         try:
@@ -177,16 +176,9 @@ def register(group: typer.Typer) -> None:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from None
         engine = LLMEngine(cfg, latency=provisional_profile(cfg))
-        dec, pre, swap = measure(engine, quick=quick, reps=3 if quick else 7)
-        prof = fit_profile(
-            f"{engine.model_name}@{engine.device.type}",
-            dec,
-            pre,
-            kv_capacity=cfg.num_gpu_blocks * cfg.block_size,
-            swap_capacity=cfg.num_cpu_blocks * cfg.block_size,
-            swap_s_per_token=swap,
-            block_size=cfg.block_size,
-        )
+        measured = measure(engine, quick=quick, reps=3 if quick else 7)
+        prof = fit(engine, *measured)
+        dec = measured[0]
         out.parent.mkdir(parents=True, exist_ok=True)
         prof.save(out)
         fitted = prof.decode_time(dec[:, 0], dec[:, 1])

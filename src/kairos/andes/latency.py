@@ -54,6 +54,13 @@ class LatencyModel(Protocol):
         """One-way copy of a request's KV cache between GPU and host memory."""
         ...
 
+    def regather_time(self, tokens: float) -> float:
+        """What a decode iteration costs extra when its batch changed since the last one
+        (`tokens`: decodes x the longest context among them). Our CPU engine keeps the
+        running batch's contexts gathered while the batch stays the same and gathers
+        afresh when it changes; an engine that attends in place pays nothing."""
+        ...
+
 
 class RooflineProfile(BaseModel):
     """A deployment (model x GPUs) described by its hardware and model constants."""
@@ -128,6 +135,9 @@ class RooflineProfile(BaseModel):
         n = np.asarray(tokens, dtype=np.float64)
         return n * self.kv_bytes_per_token / (self.n_gpus * self.pcie_gb_s * GB)
 
+    def regather_time(self, tokens: float) -> float:
+        return 0.0  # GPU engines (vLLM's paged kernels) attend in place
+
 
 class LinearProfile(BaseModel):
     """A latency model fitted to measurements (non-negative least squares).
@@ -142,6 +152,7 @@ class LinearProfile(BaseModel):
     decode_coef: tuple[float, float, float]
     prefill_coef: tuple[float, float, float]
     swap_s_per_token: float = Field(ge=0)
+    regather_s_per_token: float = Field(0.0, ge=0)  # see `LatencyModel.regather_time`
     kv_capacity: PositiveInt
     swap_capacity: int = Field(ge=0)
     block_size: PositiveInt = 16
@@ -175,6 +186,9 @@ class LinearProfile(BaseModel):
     def swap_time(self, tokens: np.ndarray | float) -> np.ndarray:
         return self.swap_s_per_token * np.asarray(tokens, dtype=np.float64)
 
+    def regather_time(self, tokens: float) -> float:
+        return self.regather_s_per_token * tokens
+
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.model_dump_json(indent=2))
 
@@ -188,6 +202,7 @@ class LinearProfile(BaseModel):
                 "name": name or f"{self.name} x{factor:.3f}",
                 "decode_coef": tuple(c * factor for c in self.decode_coef),
                 "prefill_coef": tuple(c * factor for c in self.prefill_coef),
+                "regather_s_per_token": self.regather_s_per_token * factor,
             }
         )
 
@@ -201,8 +216,13 @@ def fit_profile(
     swap_capacity: int = 0,
     swap_s_per_token: float = 0.0,
     block_size: int = 16,
+    regather_samples: np.ndarray | None = None,
 ) -> LinearProfile:
-    """Fit from decode rows `(batch, context_tokens, s)` and prefill rows `(tokens, s)`."""
+    """Fit from decode rows `(batch, context_tokens, s)` and prefill rows `(tokens, s)`.
+
+    `regather_samples`, rows `(batch, context_tokens, regather_tokens, s)` of decode
+    iterations whose batch had just changed, give the regather cost: what they took beyond
+    the fitted decode time, per regathered token (least squares, at least 0)."""
     dec = np.asarray(decode_samples, dtype=np.float64)
     pre = np.asarray(prefill_samples, dtype=np.float64)
     if dec.ndim != 2 or dec.shape[1] != 3 or len(dec) < 3:
@@ -215,11 +235,21 @@ def fit_profile(
     d_coef, _ = nnls(a_dec, dec[:, 2])
     a_pre = np.column_stack([np.ones(len(pre)), pre[:, 0], pre[:, 0] ** 2])
     p_coef, _ = nnls(a_pre, pre[:, 1])
+    regather = 0.0
+    if regather_samples is not None and len(regather_samples):
+        g = np.asarray(regather_samples, dtype=np.float64)
+        if g.ndim != 2 or g.shape[1] != 4:
+            raise ValueError(
+                "regather_samples must be rows of (batch, context_tokens, regather_tokens, seconds)"
+            )
+        extra = g[:, 3] - (d_coef[0] + d_coef[1] * g[:, 0] + d_coef[2] * g[:, 1])
+        regather = max(0.0, float(extra @ g[:, 2] / max(float(g[:, 2] @ g[:, 2]), 1e-12)))
     return LinearProfile(
         name=name,
         decode_coef=(float(d_coef[0]), float(d_coef[1]), float(d_coef[2])),
         prefill_coef=(float(p_coef[0]), float(p_coef[1]), float(p_coef[2])),
         swap_s_per_token=swap_s_per_token,
+        regather_s_per_token=regather,
         kv_capacity=kv_capacity,
         swap_capacity=swap_capacity,
         block_size=block_size,

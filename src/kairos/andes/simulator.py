@@ -61,20 +61,33 @@ class SimulationResult:
         }
 
 
-def iteration_time(latency: LatencyModel, out: SchedulerOutput) -> float:
+def decode_batch(out: SchedulerOutput) -> tuple[str, ...] | None:
+    """The request ids of an all-decode iteration without swaps, else None. Two iterations in
+    a row with the same ids decode the same batch, which an engine that keeps its batch's
+    contexts gathered (ours on CPU) need not regather."""
+    if out.block_copies or any(s.tokens != 1 or s.request.generated == 0 for s in out.steps):
+        return None
+    return tuple(s.request.request_id for s in out.steps)
+
+
+def iteration_time(latency: LatencyModel, out: SchedulerOutput, regather: bool = True) -> float:
     """Prefill-only steps cost a prefill over all their tokens; decode steps one decode
-    iteration over the batch's context; a mixed (chunked) step a decode iteration plus the
+    iteration over the batch's context, plus the regather cost unless `regather` is False
+    (the batch is the last iteration's); a mixed (chunked) step a decode iteration plus the
     prefill chunk's extra compute. Swap copies block the iteration."""
-    decodes = context = prefill = 0  # one pass: the engine calls this every iteration
+    decodes = context = longest = prefill = 0  # one pass: the engine calls this every iteration
     for step in out.steps:
         if step.tokens == 1 and step.request.generated > 0:
             decodes += 1
             context += step.request.context_len
+            longest = max(longest, step.request.context_len)
         else:
             prefill += step.tokens
     t = 0.0
     if decodes:
         t += float(latency.decode_time(decodes, context))
+        if regather:
+            t += latency.regather_time(decodes * longest)
         if prefill:
             t += max(0.0, float(latency.prefill_time(prefill)) - float(latency.prefill_time(1)))
     elif prefill:
@@ -111,6 +124,7 @@ class Simulator:
         }
         self._decision_s: list[float] = []
         self._pending_arrivals = 0
+        self._last_batch: tuple[str, ...] | None = None  # the last iteration's decode batch
 
     def add(self, request: Request, output_len: int) -> None:
         if output_len < 1:
@@ -134,7 +148,11 @@ class Simulator:
             self._busy = False
             return
         self._busy = True
-        duration = iteration_time(self.latency, out)
+        batch = decode_batch(out)
+        duration = iteration_time(
+            self.latency, out, regather=batch is None or batch != self._last_batch
+        )
+        self._last_batch = batch
         if self.count_decision_time:
             duration += out.decision_s
         self.loop.call_after(max(duration, 1e-6), self._finish_iteration, out)

@@ -230,7 +230,8 @@ class LLMEngine:
             events = self._record(out, new)
         self.counters.schedule_s += (t1 - t0) + (time.perf_counter() - t2)
         self.counters.execute_s += t2 - t1
-        self.counters.predicted_s += iteration_time(self.latency, out)
+        regather = self.runner.last_stage != "reuse"
+        self.counters.predicted_s += iteration_time(self.latency, out, regather=regather)
         return events
 
     def _record(self, out: SchedulerOutput, new: dict[str, int]) -> list[TokenEvent]:

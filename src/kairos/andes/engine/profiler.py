@@ -50,9 +50,10 @@ def _median_time(fn: Callable[[], object], device: torch.device, reps: int) -> f
     return statistics.median(times)
 
 
-def _timed_steps(engine: LLMEngine, prompts: list[int], steps: int) -> list[tuple[int, float]]:
+def _timed_steps(engine: LLMEngine, prompts: list[int], steps: int) -> list[tuple[int, int, float]]:
     """Run requests with these prompt lengths for `steps` iterations through `engine.step()`;
-    (context tokens in the iteration, seconds) per iteration, the first being the prefill."""
+    (context tokens in the iteration, the longest context, seconds) per iteration, the
+    first being the prefill and the second the first decode (a new batch: it regathers)."""
     vocab = min(engine.model.config.vocab_size, 256)
     params = SamplingParams(max_tokens=steps + 1, temperature=0, ignore_eos=True)
     qoe = QoESpec(ttft_s=1.0, tokens_per_s=5.0)
@@ -63,12 +64,12 @@ def _timed_steps(engine: LLMEngine, prompts: list[int], steps: int) -> list[tupl
         ids.append(rid)
     rows = []
     for _ in range(steps):
-        ctx = sum(engine.seqs[r].request.context_len for r in ids if r in engine.seqs)
+        lens = [engine.seqs[r].request.context_len for r in ids if r in engine.seqs]
         _sync(engine.device)
         t0 = time.perf_counter()
         engine.step()
         _sync(engine.device)
-        rows.append((ctx, time.perf_counter() - t0))
+        rows.append((sum(lens), max(lens, default=0), time.perf_counter() - t0))
     for rid in ids:
         engine.abort(rid)
     return rows
@@ -76,12 +77,15 @@ def _timed_steps(engine: LLMEngine, prompts: list[int], steps: int) -> list[tupl
 
 def measure(
     engine: LLMEngine, *, quick: bool = False, reps: int = 5
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """Decode rows (batch, context tokens, s), prefill rows (tokens, s), swap s/token.
+) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """Decode rows (batch, context tokens, s), prefill rows (tokens, s), swap s/token, and
+    regather rows (batch, context tokens, batch x longest context, s).
 
     Times whole `engine.step()` calls on real requests under FCFS (scheduling, input
     preparation, the forward pass, sampling and bookkeeping), because that is what one
     iteration costs a stream; the policy's own decision time is added by the simulator.
+    Decode rows are iterations that keep the last iteration's batch; the first decode after
+    the prefill (a new batch) is a regather row.
     """
     grid = QUICK if quick else FULL
     cfg = engine.config
@@ -98,10 +102,14 @@ def measure(
     limit = engine.max_model_len
     dec: list[tuple[float, float, float]] = []
     pre: list[tuple[float, float]] = []
+    regather: list[tuple[float, float, float, float]] = []
     try:
         _timed_steps(engine, [16], 3)  # warm-up
         for b in grid["batches"]:
-            for c in grid["contexts"]:
+            # the grid's contexts, and contexts that fill the cache to 30/60/90% at this
+            # batch size: the regime a small cache serves in, where the fit must be good
+            fill = {int(capacity * f / (1.2 * b)) for f in (0.3, 0.6, 0.9)}
+            for c in sorted(set(grid["contexts"]) | {c for c in fill if c >= 8}):
                 # contexts spread around c, as a real batch's are (the cost of padding shows)
                 spread = np.linspace(0.25 * c, 1.75 * c, b) if b > 1 else np.array([c])
                 prompts = [max(1, int(x)) for x in spread]
@@ -109,15 +117,17 @@ def measure(
                 if b > cfg.max_num_seqs or need > capacity or max(prompts) + reps + 2 > limit:
                     continue
                 rows = _timed_steps(engine, prompts, reps + 2)
-                dec += [(b, ctx, s) for ctx, s in rows[2:]]  # rows[1]: first decode, warm-up
+                dec += [(b, ctx, s) for ctx, _, s in rows[2:]]
+                ctx, longest, s = rows[1]
+                regather.append((b, ctx, b * longest, s))
         for t in grid["prefills"]:
             if t + 2 > min(limit, capacity):
                 continue
             for _ in range(reps):
-                pre.append((t, _timed_steps(engine, [t], 1)[0][1]))
+                pre.append((t, _timed_steps(engine, [t], 1)[0][2]))
             if t >= 64:  # several prompts in one prefill iteration cost their sum
                 parts = [t // 8, t // 4, t // 4, t - t // 8 - 2 * (t // 4)]
-                pre.append((t, _timed_steps(engine, parts, 1)[0][1]))
+                pre.append((t, _timed_steps(engine, parts, 1)[0][2]))
     finally:
         engine.use_latency(saved)
     n_blocks = min(cfg.num_gpu_blocks, cfg.num_cpu_blocks, 32)
@@ -130,12 +140,23 @@ def measure(
             engine.cache.swap_in(mapping)
 
         swap = _median_time(round_trip, engine.device, reps) / 2 / (n_blocks * bs)
-    return np.array(dec, dtype=np.float64), np.array(pre, dtype=np.float64), swap
+    return (
+        np.array(dec, dtype=np.float64),
+        np.array(pre, dtype=np.float64),
+        swap,
+        np.array(regather, dtype=np.float64),
+    )
 
 
 def calibrate(engine: LLMEngine, *, quick: bool = False, reps: int | None = None) -> LinearProfile:
     """Fit a profile for this engine on this machine (quick: a few seconds, at startup)."""
-    dec, pre, swap = measure(engine, quick=quick, reps=reps or (3 if quick else 7))
+    return fit(engine, *measure(engine, quick=quick, reps=reps or (3 if quick else 7)))
+
+
+def fit(
+    engine: LLMEngine, dec: np.ndarray, pre: np.ndarray, swap: float, regather: np.ndarray
+) -> LinearProfile:
+    """The profile of `engine` from what `measure` returned."""
     cfg = engine.config
     return fit_profile(
         f"{engine.model_name}@{engine.device.type}",
@@ -145,4 +166,5 @@ def calibrate(engine: LLMEngine, *, quick: bool = False, reps: int | None = None
         swap_capacity=cfg.num_cpu_blocks * cfg.block_size,
         swap_s_per_token=swap,
         block_size=cfg.block_size,
+        regather_samples=regather,
     )

@@ -47,6 +47,7 @@ class ModelRunner:
         # tokens written only to the staged rows: (paged slots, staged flat slots) per reuse
         self._unflushed: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.stage_counts = {"off": 0, "fill": 0, "reuse": 0}
+        self.last_stage: StageMode = "off"  # the last iteration's (a reuse gathers nothing)
 
     def _stage_mode(
         self, out: SchedulerOutput, rids: list[str], starts: list[int], lengths: list[int]
@@ -69,6 +70,7 @@ class ModelRunner:
         else:
             self._staged = (tuple(rids), [s + 1 for s in starts], blocks * self.cache.block_size)
         self.stage_counts[mode] += 1
+        self.last_stage = mode
         return mode, blocks
 
     def _unstage(self) -> None:
@@ -112,6 +114,7 @@ class ModelRunner:
         """Run the iteration; returns the new token of every step that completes a context."""
         if not out.steps:  # swaps alone (or nothing): the next decode batch regathers
             self._unstage()
+            self.last_stage = "off"
             self.apply_swaps(out)
             return {}
         starts: list[int] = []

@@ -50,7 +50,9 @@ class ServingConfig(BaseModel):
     max_prompt_tokens: int = 400
     max_output_tokens: int = 400
     profile_quick: bool = False
-    calibration_s: float = Field(30.0, ge=0)  # 0: use the offline profile as measured
+    # the calibration run's length and cycle (one whole cycle of the run's shape: a shorter,
+    # compressed burst read a lower drift than the run then had); 0: the offline profile
+    calibration_s: float = Field(60.0, ge=0)
     port: int = 8391
     seed: int = 0
     andes: dict[str, Any] = Field(default_factory=dict)
@@ -71,10 +73,9 @@ def fit_engine_profile(cfg: ServingConfig, path: Path) -> Any:
     from kairos.andes.engine.engine import LLMEngine
     from kairos.andes.engine.profiler import calibrate
 
-    # measure on a roomy cache (a step's cost depends on the batch, not the cache size), then
-    # describe the served engine's cache
-    args = _engine_args(cfg) | {"num_gpu_blocks": max(cfg.num_gpu_blocks, 1024)}
-    engine = LLMEngine(EngineConfig(device="cpu", profile=None, **args))
+    # measure with the served cache: the profiler's grid then covers the batches and
+    # contexts that fit it, where the served engine runs
+    engine = LLMEngine(EngineConfig(device="cpu", profile=None, **_engine_args(cfg)))
     profile = calibrate(engine, quick=cfg.profile_quick).model_copy(
         update={
             "kv_capacity": cfg.num_gpu_blocks * engine.config.block_size,
@@ -212,7 +213,7 @@ def simulate_records(cfg: ServingConfig, policy: str, profile: Any, records: lis
     "serving",
     "Real engine under kairos bench: andes vs fcfs, and the simulator's prediction",
     ServingConfig,
-    quick={"span_s": 60.0, "cycle_s": 60.0, "profile_quick": True},
+    quick={"span_s": 60.0, "cycle_s": 60.0, "profile_quick": True, "calibration_s": 30.0},
 )
 def serving(cfg: ServingConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     from kairos.andes.client.bench import run_bench
