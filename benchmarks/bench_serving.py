@@ -16,7 +16,7 @@ from kairos.experiments import ExperimentContext
 
 
 def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
-    quick_cfg = ServingConfig(span_s=60.0, cycle_s=60.0, profile_quick=True, calibration_s=30.0)
+    quick_cfg = ServingConfig(span_s=60.0, cycle_s=60.0, calibration_s=30.0)
     cfg = quick_cfg if quick else ServingConfig()
     rows = serving(cfg, ExperimentContext(out_dir=out_dir / "serving", cache=False))
     by = {r["policy"]: r for r in rows}
