@@ -11,14 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kairos.andes.experiments.serving import ServingConfig, serving
-from kairos.experiments import ExperimentContext
+from kairos.experiments import ExperimentContext, get_experiment
 
 
 def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
-    quick_cfg = ServingConfig(span_s=60.0, cycle_s=60.0, calibration_s=30.0)
-    cfg = quick_cfg if quick else ServingConfig()
-    rows = serving(cfg, ExperimentContext(out_dir=out_dir / "serving", cache=False))
+    exp = get_experiment("andes", "serving")  # its registered quick settings
+    rows: list[dict[str, Any]] = exp.run(
+        exp.config(quick=quick), ExperimentContext(out_dir=out_dir / "serving", cache=False)
+    )
     by = {r["policy"]: r for r in rows}
     andes, fcfs = by["andes"]["measured_avg_qoe"], by["fcfs"]["measured_avg_qoe"]
     return [

@@ -176,7 +176,7 @@ def register(group: typer.Typer) -> None:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from None
         engine = LLMEngine(cfg, latency=provisional_profile(cfg))
-        measured = measure(engine, quick=quick, reps=3 if quick else 7)
+        measured = measure(engine, quick=quick)
         prof = fit(engine, *measured)
         dec = measured[0]
         out.parent.mkdir(parents=True, exist_ok=True)

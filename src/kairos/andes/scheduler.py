@@ -44,6 +44,11 @@ class ScheduledStep:
     tokens: int  # context tokens computed this iteration
     samples: bool  # completes the context, so a new token is produced
 
+    @property
+    def is_decode(self) -> bool:
+        """One token after output began (anything else computes prompt or recompute KV)."""
+        return self.tokens == 1 and self.request.generated > 0
+
 
 @dataclass
 class SchedulerOutput:
@@ -65,11 +70,11 @@ class SchedulerOutput:
 
     @property
     def prefill_tokens(self) -> list[int]:
-        return [s.tokens for s in self.steps if s.tokens > 1 or s.request.generated == 0]
+        return [s.tokens for s in self.steps if not s.is_decode]
 
     @property
     def decode_steps(self) -> list[ScheduledStep]:
-        return [s for s in self.steps if s.tokens == 1 and s.request.generated > 0]
+        return [s for s in self.steps if s.is_decode]
 
 
 class Scheduler:

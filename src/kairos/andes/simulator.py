@@ -64,8 +64,9 @@ class SimulationResult:
 def decode_batch(out: SchedulerOutput) -> tuple[str, ...] | None:
     """The request ids of an all-decode iteration without swaps, else None. Two iterations in
     a row with the same ids decode the same batch, which an engine that keeps its batch's
-    contexts gathered (ours on CPU) need not regather."""
-    if out.block_copies or any(s.tokens != 1 or s.request.generated == 0 for s in out.steps):
+    contexts gathered (ours on CPU) need not regather (it also refills when its headroom runs
+    out, about once in 50-64 iterations; that is left to the fit)."""
+    if out.block_copies or not all(s.is_decode for s in out.steps):
         return None
     return tuple(s.request.request_id for s in out.steps)
 
@@ -77,7 +78,7 @@ def iteration_time(latency: LatencyModel, out: SchedulerOutput, regather: bool =
     prefill chunk's extra compute. Swap copies block the iteration."""
     decodes = context = longest = prefill = 0  # one pass: the engine calls this every iteration
     for step in out.steps:
-        if step.tokens == 1 and step.request.generated > 0:
+        if step.is_decode:
             decodes += 1
             context += step.request.context_len
             longest = max(longest, step.request.context_len)

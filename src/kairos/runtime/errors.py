@@ -119,6 +119,13 @@ def validation_error(exc: ValidationError, field_names: frozenset[str]) -> APIEr
     return APIError(400, message, param=param, code=code)
 
 
+def strict_validation_error(exc: ValidationError, field_names: frozenset[str]) -> APIError:
+    """`validation_error` for schemas that forbid extra fields: an unknown field the client
+    sent is named too (it is not among the schema's own names)."""
+    unknown = {str(e["loc"][-1]) for e in exc.errors() if e["type"] == "extra_forbidden"}
+    return validation_error(exc, field_names | unknown)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Make FastAPI's own failures (404 route, 405, 422, crashes) answer in OpenAI's shape."""
 

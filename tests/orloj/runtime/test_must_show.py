@@ -11,8 +11,9 @@ least as many requests by their deadline as the Clockwork baseline at each load.
 
 The worker (and this process, the frontend) ask for a higher CPU priority, as the paper ran
 its serving threads; without the privilege they run at the default priority. Each trace is
-replayed in four segments, policies alternating A B, B A, A B, B A, after a discarded warm-up
-under each policy, so a slow change in the speed of a shared machine hits both alike.
+replayed in four segments, policies alternating A B, B A, A B, B A (after a discarded warm-up
+under each policy before the first load), so a slow change in the speed of a shared machine
+hits both alike.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def stack() -> Iterator[Stack]:
             worker.stop()
 
 
-def test_decoder_calibration_fits_g_k_within_10_percent(stack: Stack) -> None:
+def test_decoder_calibration_fits_g_k(stack: Stack) -> None:
     _, _, cal = stack
     check = cal.check()
     pad = check["padded_vs_homogeneous_median"]
@@ -93,6 +94,9 @@ def test_decoder_calibration_fits_g_k_within_10_percent(stack: Stack) -> None:
     assert abs(check["padded_vs_homogeneous_median"]) <= 0.10
 
 
+_PRIORS: dict[int, tuple[Any, Any]] = {}  # per calibration: offline profile, predictor
+
+
 def _run(stack: Stack, name: str, trace: list[Any], slo: float, rate_rps: float) -> dict[str, Any]:
     """One policy, a fresh server over the shared worker, one replay of `trace`."""
     model, worker, cal = stack
@@ -103,8 +107,10 @@ def _run(stack: Stack, name: str, trace: list[Any], slo: float, rate_rps: float)
         slo_ms=slo,
         rate_per_ms=rate_rps / 1e3,
     )
-    offline = cal.app_profile(apps, WARM_START, seed=0)
-    d = Dispatcher(policy, model, worker, offline=offline, predict=cal.predict(model))
+    if id(cal) not in _PRIORS:  # the same for every run: a fixed seed
+        _PRIORS[id(cal)] = (cal.app_profile(apps, WARM_START, seed=0), cal.predict(model))
+    offline, predict = _PRIORS[id(cal)]
+    d = Dispatcher(policy, model, worker, offline=offline, predict=predict)
     with BackgroundServer(create_app(d, apps)) as srv:
         report = run_load(srv.url, trace, slo)
         stats = httpx.get(srv.url + "/v1/stats").json()

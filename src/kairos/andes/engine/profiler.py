@@ -76,7 +76,7 @@ def _timed_steps(engine: LLMEngine, prompts: list[int], steps: int) -> list[tupl
 
 
 def measure(
-    engine: LLMEngine, *, quick: bool = False, reps: int = 5
+    engine: LLMEngine, *, quick: bool = False, reps: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
     """Decode rows (batch, context tokens, s), prefill rows (tokens, s), swap s/token, and
     regather rows (batch, context tokens, batch x longest context, s).
@@ -88,6 +88,7 @@ def measure(
     the prefill (a new batch) is a regather row.
     """
     grid = QUICK if quick else FULL
+    reps = reps or (3 if quick else 7)
     cfg = engine.config
     saved = engine.latency
     engine.scheduler = Scheduler(
@@ -150,7 +151,7 @@ def measure(
 
 def calibrate(engine: LLMEngine, *, quick: bool = False, reps: int | None = None) -> LinearProfile:
     """Fit a profile for this engine on this machine (quick: a few seconds, at startup)."""
-    return fit(engine, *measure(engine, quick=quick, reps=reps or (3 if quick else 7)))
+    return fit(engine, *measure(engine, quick=quick, reps=reps))
 
 
 def fit(

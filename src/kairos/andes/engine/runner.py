@@ -63,18 +63,18 @@ class ModelRunner:
             else:
                 mode = "fill"
                 blocks = -(-(max(starts) + 1) // bs) + STAGE_HEADROOM_BLOCKS
-        if mode != "reuse":
-            self.flush_staged()  # before this iteration's swaps and gathers read the cache
         if mode == "off":
             self._unstage()
         else:
+            if mode == "fill":
+                self.flush_staged()  # before this iteration's swaps and gathers read the cache
             self._staged = (tuple(rids), [s + 1 for s in starts], blocks * self.cache.block_size)
         self.stage_counts[mode] += 1
         self.last_stage = mode
         return mode, blocks
 
     def _unstage(self) -> None:
-        self.flush_staged()
+        self.flush_staged()  # before this iteration's swaps and gathers read the cache
         if self._staged is not None:
             for layer in self.cache.layers:
                 layer.unstage()

@@ -76,12 +76,7 @@ def fit_engine_profile(cfg: ServingConfig, path: Path) -> Any:
     # measure with the served cache: the profiler's grid then covers the batches and
     # contexts that fit it, where the served engine runs
     engine = LLMEngine(EngineConfig(device="cpu", profile=None, **_engine_args(cfg)))
-    profile = calibrate(engine, quick=cfg.profile_quick).model_copy(
-        update={
-            "kv_capacity": cfg.num_gpu_blocks * engine.config.block_size,
-            "swap_capacity": cfg.num_cpu_blocks * engine.config.block_size,
-        }
-    )
+    profile = calibrate(engine, quick=cfg.profile_quick)  # describes the served cache
     path.parent.mkdir(parents=True, exist_ok=True)
     profile.save(path)
     return profile

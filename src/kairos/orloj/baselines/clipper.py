@@ -50,7 +50,7 @@ class ClipperPolicy:
         return self.max_batch
 
     def on_arrival(self, request: Request, now: float) -> list[Request]:
-        self._queue.items.append(request)
+        self._queue.append(request)
         return []
 
     def next_batch(self, now: float) -> tuple[Batch | None, list[Request]]:
@@ -58,7 +58,7 @@ class ClipperPolicy:
         if self._in_flight:
             return None, dropped
         if self.drop_expired:
-            dropped = self._queue.drop_expired(now, head_only=False)
+            dropped = self._queue.drop_all(lambda r: r.deadline <= now)
         if not self._queue:
             return None, dropped
         take = self._queue.take(self.max_batch)

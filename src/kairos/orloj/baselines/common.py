@@ -1,10 +1,10 @@
 """Small pieces the baselines share: the pooled mean of a profile, batch-size validation, and
-the arrival-ordered queue of the one-batch-at-a-time batchers (Clipper, timeout)."""
+the arrival-ordered queue of the one-batch-at-a-time batchers (Clipper, timeout, Nexus)."""
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -30,27 +30,26 @@ def batch_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
     return out
 
 
-class FifoQueue:
+class FifoQueue(deque[Request]):
     """Pending requests in arrival order; batches are taken from the front."""
 
-    def __init__(self) -> None:
-        self.items: deque[Request] = deque()
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def drop_expired(self, now: float, *, head_only: bool) -> list[Request]:
-        """Remove and return requests past their deadline: only those at the front
-        (`head_only`, as a server that checks the next request does), or anywhere."""
+    def drop_front(self, expired: Callable[[Request], bool]) -> list[Request]:
+        """Remove and return the expired requests at the front (a server that checks only
+        the next request it would run)."""
         dropped: list[Request] = []
-        if head_only:
-            while self.items and self.items[0].deadline <= now:
-                dropped.append(self.items.popleft())
-        elif any(r.deadline <= now for r in self.items):
-            dropped = [r for r in self.items if r.deadline <= now]
-            self.items = deque(r for r in self.items if r.deadline > now)
+        while self and expired(self[0]):
+            dropped.append(self.popleft())
+        return dropped
+
+    def drop_all(self, expired: Callable[[Request], bool]) -> list[Request]:
+        """Remove and return the expired requests anywhere in the queue."""
+        dropped = [r for r in self if expired(r)]
+        if dropped:
+            kept = [r for r in self if not expired(r)]
+            self.clear()
+            self.extend(kept)
         return dropped
 
     def take(self, n: int) -> list[Request]:
         """Up to `n` requests from the front."""
-        return [self.items.popleft() for _ in range(min(n, len(self.items)))]
+        return [self.popleft() for _ in range(min(n, len(self)))]

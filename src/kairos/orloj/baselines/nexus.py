@@ -14,10 +14,14 @@ DNNs.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 
-from kairos.orloj.baselines.common import DEFAULT_BATCH_SIZES, batch_sizes, pooled_mean
+from kairos.orloj.baselines.common import (
+    DEFAULT_BATCH_SIZES,
+    FifoQueue,
+    batch_sizes,
+    pooled_mean,
+)
 from kairos.orloj.batchdist import BatchLatencyModel
 from kairos.orloj.policy import Batch, ProfileSnapshot, Request
 
@@ -56,7 +60,7 @@ class NexusPolicy:
         self.mean_ms = mean_ms
         self.plan = 1
         self.plans: list[tuple[float, int]] = []  # (time, b): the plan history
-        self._queue: deque[Request] = deque()
+        self._queue = FifoQueue()
         self._arrived_since_plan = 0
         self._planned_at = 0.0
         self._in_flight = 0
@@ -97,11 +101,10 @@ class NexusPolicy:
         if self._in_flight:
             return None, dropped
         ell = self.exec_ms(self.plan)
-        while self._queue and now + ell > self._queue[0].deadline:
-            dropped.append(self._queue.popleft())
+        dropped = self._queue.drop_front(lambda r: now + ell > r.deadline)
         if not self._queue:
             return None, dropped
-        take = [self._queue.popleft() for _ in range(min(self.plan, len(self._queue)))]
+        take = self._queue.take(self.plan)
         self._in_flight += 1
         return Batch(take, meta={"plan": float(self.plan)}), dropped
 

@@ -30,7 +30,7 @@ class TimeoutBatcher:
         self._in_flight = 0
 
     def on_arrival(self, request: Request, now: float) -> list[Request]:
-        self._queue.items.append(request)
+        self._queue.append(request)
         return []
 
     def next_batch(self, now: float) -> tuple[Batch | None, list[Request]]:
@@ -38,11 +38,11 @@ class TimeoutBatcher:
         if self._in_flight:
             return None, dropped
         if self.drop_expired:
-            dropped = self._queue.drop_expired(now, head_only=True)
+            dropped = self._queue.drop_front(lambda r: r.deadline <= now)
         if not self._queue:
             return None, dropped
         full = len(self._queue) >= self.max_batch_size
-        if not full and now < self._queue.items[0].release + self.max_queue_delay_ms:
+        if not full and now < self._queue[0].release + self.max_queue_delay_ms:
             return None, dropped
         take = self._queue.take(self.max_batch_size)
         self._in_flight += 1
@@ -54,7 +54,7 @@ class TimeoutBatcher:
     def next_wakeup(self, now: float) -> float | None:
         if self._in_flight or not self._queue or len(self._queue) >= self.max_batch_size:
             return None
-        return self._queue.items[0].release + self.max_queue_delay_ms
+        return self._queue[0].release + self.max_queue_delay_ms
 
     def on_profile(self, snapshot: ProfileSnapshot) -> None:
         return None

@@ -31,7 +31,7 @@ from kairos.orloj.runtime.dispatcher import Dispatcher, Overloaded, Unavailable
 from kairos.orloj.runtime.report import json_safe, render_metrics, summary
 from kairos.runtime.auth import api_key_dependency
 from kairos.runtime.disconnect import ClientGone
-from kairos.runtime.errors import APIError, install_error_handlers, validation_error
+from kairos.runtime.errors import APIError, install_error_handlers, strict_validation_error
 from kairos.runtime.json_body import read_json
 from kairos.runtime.middleware import CLIENT_CLOSED, StatusCounter
 from kairos.runtime.prometheus import CONTENT_TYPE
@@ -63,15 +63,9 @@ class InferRequest(BaseModel):
 FIELDS = frozenset(InferRequest.model_fields)
 
 
-def _invalid(exc: ValidationError, fields: frozenset[str]) -> APIError:
-    """A 400 naming the offending field, an unknown one included (our schemas forbid extras)."""
-    unknown = {str(e["loc"][-1]) for e in exc.errors() if e["type"] == "extra_forbidden"}
-    return validation_error(exc, fields | unknown)
-
-
 def _input_error(exc: ValidationError, schema: type[BaseModel]) -> APIError:
     """A 400 naming the field inside `input` (e.g. `input.exit`)."""
-    err = _invalid(exc, frozenset(schema.model_fields))
+    err = strict_validation_error(exc, frozenset(schema.model_fields))
     param = f"input.{err.param}" if err.param else "input"
     message = err.message.replace(f"'{err.param}'", f"'{param}'", 1) if err.param else err.message
     return APIError(400, message, param=param, code=err.code)
@@ -122,7 +116,7 @@ def create_app(
         try:
             req = InferRequest.model_validate(body)
         except ValidationError as exc:
-            raise _invalid(exc, FIELDS) from None
+            raise strict_validation_error(exc, FIELDS) from None
         if req.model is not None and req.model != model.kind:
             raise APIError(
                 404,

@@ -18,14 +18,14 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Literal, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kairos.runtime.auth import api_key_dependency
-from kairos.runtime.errors import APIError, install_error_handlers, validation_error
+from kairos.runtime.errors import APIError, install_error_handlers, strict_validation_error
 from kairos.runtime.json_body import read_json
 from kairos.runtime.middleware import StatusCounter
 from kairos.runtime.prometheus import CONTENT_TYPE, Exposition
@@ -46,7 +46,7 @@ class ServiceSettings(BaseModel):
     api_key: str | None = Field(None, min_length=1)
     max_body_bytes: int = Field(16 * 1024, ge=64)
     retry_after_s: float = Field(1.0, ge=0, description="check-in hint when nothing is offered")
-    log_level: str = "info"
+    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
 
 
 class Thresholds(BaseModel):
@@ -131,15 +131,13 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
         try:
             return schema.model_validate(body)
         except ValidationError as exc:
-            unknown = {str(e["loc"][-1]) for e in exc.errors() if e["type"] == "extra_forbidden"}
             names = frozenset(schema.model_fields) | frozenset(Thresholds.model_fields)
-            raise validation_error(exc, names | unknown) from None
+            raise strict_validation_error(exc, names) from None
 
-    def call(fn: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except ServiceError as exc:
-            raise APIError(exc.status, exc.message, param=exc.param) from None
+    @app.exception_handler(ServiceError)
+    async def on_refused(request: Request, exc: ServiceError) -> JSONResponse:
+        """The core's refusals (kept free of FastAPI) in the shared error shape."""
+        return APIError(exc.status, exc.message, param=exc.param).response()
 
     @app.post("/v1/jobs", dependencies=[auth], status_code=201)
     async def register(request: Request) -> JSONResponse:
@@ -158,13 +156,13 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
     @app.get("/v1/jobs/{job_id}", dependencies=[auth])
     async def get_job(job_id: str) -> JSONResponse:
         s = svc()
-        return JSONResponse(s.describe(call(s.job, job_id)))
+        return JSONResponse(s.describe(s.job(job_id)))
 
     @app.post("/v1/jobs/{job_id}/rounds", dependencies=[auth], status_code=201)
     async def post_round(job_id: str, request: Request) -> JSONResponse:
         r = await parse(request, RoundIn)
         s = svc()
-        call(s.post_round, job_id, r.round, r.demand)
+        s.post_round(job_id, r.round, r.demand)
         return JSONResponse(s.describe(s.job(job_id)), status_code=201)
 
     @app.post("/v1/checkin", dependencies=[auth])
@@ -176,12 +174,12 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
     @app.post("/v1/offers/{oid}/accept", dependencies=[auth])
     async def accept(oid: str, request: Request) -> JSONResponse:
         a = await parse(request, AcceptIn)
-        return JSONResponse(call(svc().accept, oid, a.device_id, a.capability))
+        return JSONResponse(svc().accept(oid, a.device_id, a.capability))
 
     @app.post("/v1/results", dependencies=[auth])
     async def result(request: Request) -> JSONResponse:
         r = await parse(request, ResultIn)
-        return JSONResponse(call(svc().result, r.device_id, r.job_id, r.round))
+        return JSONResponse(svc().result(r.device_id, r.job_id, r.round))
 
     @app.get("/health")
     async def health() -> JSONResponse:
@@ -195,7 +193,7 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
         c, ex = s.counters, Exposition("kairos_venn_")
         ex.counter("checkins", "Device check-ins.", c.checkins)
         ex.counter("offers", "Job offers sent to devices.", c.offers)
-        ex.counter("accepts", "Offers accepted by devices.", c.accepts)
+        ex.counter("accepts", "Offers accepted by devices.", s.manager.stats.checkins)
         ex.counter("assignments", "Devices assigned to a job's round.", c.assigned)
         ex.counter("results", "Results counted toward a round.", c.results)
         ex.counter("late_results", "Results after their round completed.", c.late_results)

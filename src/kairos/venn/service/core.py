@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kairos.fl.requirements import Requirement
@@ -55,13 +55,11 @@ def offer_id(job_id: str, round_idx: int) -> str:
 class Counters:
     checkins: int = 0
     offers: int = 0
-    accepts: int = 0
     assigned: int = 0
     results: int = 0
     late_results: int = 0
     rounds_done: int = 0
     redispatched: int = 0
-    by_job: dict[str, int] = field(default_factory=dict)
 
 
 class VennService:
@@ -178,10 +176,9 @@ class VennService:
         rnd = self.rounds.get(job_id)
         if rnd is None or rnd.round_idx != int(r):
             raise ServiceError(409, f"Offer '{oid}' has expired; check in again for new offers.")
-        self.counters.accepts += 1
-        accepted = requirement_of(job.requirement)
-        reqs = self.manager.requirements
-        atom = sum(1 << i for i, q in enumerate(reqs) if implies(accepted, q))
+        # the device met the accepted offer's thresholds, so it is eligible wherever a device
+        # with exactly those attributes would be
+        atom = self.manager.signature({k[4:]: v for k, v in job.requirement.items()})
         now = self.clock()
         chosen = self.manager.checkin(now, atom, capability)
         if chosen is None:
@@ -197,7 +194,6 @@ class VennService:
         self.store.assign(chosen, target.round_idx, device_id, now, capability)
         target.dispatched += 1
         self.counters.assigned += 1
-        self.counters.by_job[chosen] = self.counters.by_job.get(chosen, 0) + 1
         return {
             "assigned": True,
             "job_id": chosen,

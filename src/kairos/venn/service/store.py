@@ -129,9 +129,6 @@ class Store:
         ).fetchone()
         return dict(row) if row is not None else None
 
-    def count_jobs(self) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0])
-
     # -- writes (each one transaction) ---------------------------------------------------
     def add_job(self, job: JobRow) -> None:
         with self.tx() as db:
