@@ -68,6 +68,17 @@ class BatchLatencyModel(BaseModel):
         """The batch time of k requests padded to `solo_ms` (vectorised)."""
         return self.shift(k) + self.scale(k) * np.asarray(solo_ms, dtype=np.float64)
 
+    def scaled(self, factor: float) -> BatchLatencyModel:
+        """Every batch `factor` times as long (a machine running slower or faster)."""
+        if not factor > 0:
+            raise ValueError(f"a batch model scale must be positive, got {factor}")
+        if self.table is not None:
+            rows = {k: (a * factor, s * factor) for k, (a, s) in self.table.items()}
+            return BatchLatencyModel(table=rows)
+        return BatchLatencyModel(
+            c0=self.c0 * factor, c_fix=self.c_fix * factor, c1=self.c1 * factor
+        )
+
     def _row(self, k: int) -> tuple[float, float]:
         assert self.table is not None
         if k not in self.table:

@@ -35,6 +35,10 @@ class OrlojConfig(BaseModel):
     window_ms: float = Field(300_000.0, gt=0)  # profile memory window (two generations)
     min_window_samples: int = Field(100, ge=1)  # current window alone once it holds this many
     grid_headroom: float = Field(1.05, ge=1.0)  # grid top = headroom x largest sample
+    # > 0: scale g_k by measured / expected time over the last this many batches (the real
+    # server's drift, kairos.orloj.speed); 0 keeps the paper's fixed g_k
+    speed_window: int = Field(0, ge=0)
+    speed_tolerance: float = Field(0.05, ge=0)  # rescale when the ratio moved by more than this
     # a profile snapshot rebuilds the tables when samples arrive, the window turns over, or
     # an app's share of arrivals moved by more than this
     weight_tolerance: float = Field(0.01, ge=0)

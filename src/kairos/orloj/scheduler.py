@@ -23,6 +23,7 @@ from kairos.orloj.config import OrlojConfig
 from kairos.orloj.policy import Batch, ProfileSnapshot, Request
 from kairos.orloj.queues import Pending, ScoredQueues
 from kairos.orloj.score import cost_steps
+from kairos.orloj.speed import SpeedTracker
 from kairos.orloj.store import DistributionStore
 from kairos.orloj.window import LatencyWindows
 
@@ -70,6 +71,9 @@ class OrlojPolicy:
             cfg.pooled,
         )
         self.queues = ScoredQueues(self.sizes, cfg.index, self.store, cfg.b)
+        self.speed = (
+            SpeedTracker(cfg.speed_window, cfg.speed_tolerance) if cfg.speed_window else None
+        )
         self._now = -math.inf
         self._outstanding = 0
         self._busy_until = -math.inf
@@ -116,13 +120,22 @@ class OrlojPolicy:
         self._outstanding += 1
         self._busy_until = t + est
         meta = {"queue_len": float(depth), "t_sched": t, "est_ms": est}
+        if self.speed is not None:
+            meta["speed"] = self.speed.factor  # est_ms / speed: what the unscaled g_k expects
         return Batch([e.req for e in members], meta=meta), dropped
 
     def on_batch_done(self, batch: Batch, now: float, measured_ms: float) -> None:
-        self._tick(now)
+        t = self._tick(now)
         self._outstanding = max(0, self._outstanding - 1)
         if not self._outstanding:
             self._busy_until = -math.inf
+        if self.speed is not None and "speed" in batch.meta:
+            expected = batch.meta["est_ms"] / batch.meta["speed"]
+            factor = self.speed.observe(measured_ms, expected)
+            if factor is not None:  # the machine's speed moved: stretch every distribution
+                self.store.model = self.config.batch_model.scaled(factor)
+                self.store.rebuild()
+                self.queues.refresh(t, structural=True)
 
     def next_wakeup(self, now: float) -> float | None:
         if self._outstanding == 1 and self.config.schedule_ahead_ms > 0 and self.pending():

@@ -84,6 +84,28 @@ def test_orloj_serves_every_request_once_and_the_profiler_updates_its_histograms
     assert 0.3 < d.stats.busy_ms / d.stats.predicted_ms < 3.0  # drift: same order as calibrated
 
 
+def test_a_borrowed_profiler_hands_what_it_measured_to_the_policy_at_start(
+    model: EarlyExitCNN, cal: Calibration
+) -> None:
+    """A long-running server's policy and profiler outlive one dispatcher: samples measured
+    after the last snapshot reach the policy when the next dispatcher starts."""
+    policy = OrlojPolicy(
+        batch_model=cal.batch_model, sizes=SIZES, profile=cal.app_profile(APPS, 50)
+    )
+    profiler = Profiler(period_ms=60_000.0)  # no snapshot timer fires during the test
+    profiler.observe(Batch([Request(0, "hard", 0.0, 1.0)]), 123.0)  # a free solo measurement
+    before = len(policy.windows.samples("hard"))
+    d = Dispatcher(policy, model, ThreadExecutor(model, warm_sizes=SIZES), profiler=profiler)
+
+    async def start_stop() -> None:
+        await d.start()
+        await d.stop()
+
+    asyncio.run(start_stop())
+    assert len(policy.windows.samples("hard")) == before + 1
+    assert 123.0 in policy.windows.samples("hard") and profiler.snapshot() is None
+
+
 def test_profiler_samples_keeps_free_measurements_and_bounds_its_backlog() -> None:
     prof = Profiler(sample_rate=1.0, max_backlog=3, seed=0)
     reqs = [Request(i, "a" if i % 2 else "b", 0.0, 1.0) for i in range(5)]

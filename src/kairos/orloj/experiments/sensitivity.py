@@ -8,12 +8,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 from pydantic import Field
 
 from kairos.experiments import ExperimentContext, experiment
 from kairos.orloj.experiments import paper
-from kairos.orloj.experiments.tables import TableConfig, publish_table, sweep_table
+from kairos.orloj.experiments.tables import (
+    TableConfig,
+    publish_sweep,
+    publish_table,
+    split_labels,
+    sweep_table,
+)
 from kairos.orloj.systems import PAPER_SYSTEMS
 from kairos.orloj.workloads import get_workload
 from kairos.report import print_table, save_line_plot, write_result
@@ -195,37 +200,6 @@ class LoadConfig(TableConfig):
 def load(cfg: LoadConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     labels = {f"{s}@rho={r:g}": {"system": s, "rho": r} for r in cfg.rhos for s in cfg.systems}
     rows = sweep_table(ctx, cfg, labels, "load")
-    for r in rows:
-        system, _, rho = r["system"].partition("@rho=")
-        r.update(system=system, rho=float(rho), paper=None)
-    write_result(ctx.out_dir, "load", config=cfg, rows=rows, summary={})
-    print_table(
-        [
-            {"slo": m, "rho": rho, **{s: _get(rows, m, rho, s) for s in cfg.systems}}
-            for m in cfg.slo_mults
-            for rho in cfg.rhos
-        ],
-        title="load sweep: finish rate",
-    )
-    for m in cfg.slo_mults:
-        save_line_plot(
-            ctx.out_dir / f"load_{m:g}x.png",
-            cfg.rhos,
-            {s: [_get(rows, m, rho, s) for rho in cfg.rhos] for s in cfg.systems},
-            xlabel="offered load rho",
-            ylabel="finish rate",
-            title=f"SLO {m:g}x P99",
-        )
+    split_labels(rows, "rho")
+    publish_sweep(ctx, "load", cfg, rows, "rho", cfg.rhos, cfg.systems, "offered load rho")
     return rows
-
-
-def _get(rows: list[dict[str, Any]], m: float, rho: float, system: str) -> float:
-    return float(
-        np.mean(
-            [
-                r["finish_rate"]
-                for r in rows
-                if r["slo_mult"] == m and r["rho"] == rho and r["system"] == system
-            ]
-        )
-    )

@@ -104,6 +104,57 @@ def sweep_table(
     return rows
 
 
+def split_labels(rows: list[dict[str, Any]], key: str) -> None:
+    """Labels `system@key=value` (one sweep variable per label) back into the row's `system`
+    and a float `key` column; such sweeps have no paper value."""
+    for r in rows:
+        system, _, value = r["system"].partition(f"@{key}=")
+        r.update({"system": system, key: float(value), "paper": None})
+
+
+def mean_finish(rows: list[dict[str, Any]], **match: Any) -> float:
+    """The mean finish rate over the rows whose columns equal `match`."""
+    picked = [r["finish_rate"] for r in rows if all(r[k] == v for k, v in match.items())]
+    return float(np.mean(picked))
+
+
+def publish_sweep(
+    ctx: ExperimentContext,
+    name: str,
+    cfg: TableConfig,
+    rows: list[dict[str, Any]],
+    key: str,
+    values: Sequence[float],
+    systems: Sequence[str],
+    xlabel: str,
+) -> None:
+    """One variable swept (`key` over `values`): JSON and CSV, a finish-rate table, one plot
+    per workload and SLO multiple."""
+    write_result(ctx.out_dir, name, config=cfg, rows=rows, summary={})
+    cells = [(w, m) for w in cfg.workloads for m in cfg.slo_mults]
+
+    def at(w: str, m: float, x: float, s: str) -> float:
+        return mean_finish(rows, workload=w, slo_mult=m, system=s, **{key: x})
+
+    print_table(
+        [
+            {"workload": w, "slo": m, key: x, **{s: at(w, m, x, s) for s in systems}}
+            for w, m in cells
+            for x in values
+        ],
+        title=f"{name}: finish rate",
+    )
+    for w, m in cells:
+        save_line_plot(
+            ctx.out_dir / f"{name}_{w}_{m:g}x.png",
+            list(values),
+            {s: [at(w, m, x, s) for x in values] for s in systems},
+            xlabel=xlabel,
+            ylabel="finish rate",
+            title=f"{w}, SLO {m:g}x P99",
+        )
+
+
 def _cell(rows: list[dict[str, Any]], w: str, m: float, label: str, key: str) -> float | None:
     for r in rows:
         if r["workload"] == w and r["slo_mult"] == m and r["system"] == label:

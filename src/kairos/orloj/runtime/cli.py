@@ -35,6 +35,14 @@ AppsOpt = Annotated[
 ]
 
 
+def _served_options(policy: str, given: dict[str, Any]) -> dict[str, Any]:
+    """A served Orloj follows the machine's speed (kairos.orloj.speed) unless told otherwise."""
+    from kairos.orloj.speed import SERVED_SPEED_WINDOW
+
+    defaults = {"speed_window": SERVED_SPEED_WINDOW} if policy == "orloj" else {}
+    return defaults | given
+
+
 def _sizes(text: str) -> tuple[int, ...]:
     try:
         return tuple(int(s) for s in text.split(","))
@@ -189,7 +197,9 @@ def register(group: typer.Typer) -> None:
                 slo_ms=slo,
                 sizes=size_list,
                 rate_per_ms=rate_rps / 1e3 if rate_rps else None,
-                options=parse_assignments(policy_option, "--policy-option"),
+                options=_served_options(
+                    policy, parse_assignments(policy_option, "--policy-option")
+                ),
             )
             profiler = Profiler(sample_rate=sample_rate)
         except ValueError as exc:

@@ -37,7 +37,9 @@ class Dispatcher:
     """Serves `policy` over `executor` (default: a worker process for `model`). An executor
     that is not running yet is started and stopped with the dispatcher; a running one is only
     borrowed (share one between runs). `offline` is the warm-start profile; `predict` (the
-    calibration's g_k) feeds the drift statistic."""
+    calibration's g_k) feeds the drift statistic. A policy and profiler kept from an earlier
+    run carry what that run learned (what the profiler measured after its last snapshot is
+    handed over at start), as a long-running server would."""
 
     def __init__(
         self,
@@ -93,6 +95,9 @@ class Dispatcher:
         self._loop = asyncio.get_running_loop()
         if self.offline:  # the warm start, as the simulator gives it before the first arrival
             self._on_profile(ProfileSnapshot({a: list(v) for a, v in self.offline.items()}))
+        learned = self.profiler.snapshot()  # a borrowed profiler's samples not yet handed over
+        if learned is not None:
+            self._on_profile(learned)
         if self.executor.outstanding:
             raise RuntimeError("the executor still runs another dispatcher's jobs")
         self.executor.deliver = self._from_worker

@@ -1,0 +1,133 @@
+"""Orloj's speed feedback (kairos.orloj.speed): the tracker, the scaled model, the policy, and
+the drift experiment that shows what it is for."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kairos.experiments import ExperimentContext, get_experiment
+from kairos.orloj.batchdist import BatchLatencyModel
+from kairos.orloj.policy import Batch, Request
+from kairos.orloj.runtime.cli import _served_options
+from kairos.orloj.scheduler import OrlojPolicy
+from kairos.orloj.speed import MAX_FACTOR, MIN_FACTOR, SERVED_SPEED_WINDOW, SpeedTracker
+
+APPS = {"a": (5.0, 15.0), "b": (40.0, 60.0)}
+
+pair = st.tuples(st.floats(0.1, 500.0), st.floats(0.1, 500.0))
+
+
+@given(st.lists(pair, min_size=1, max_size=60), st.integers(1, 12), st.floats(0.0, 0.3))
+def test_the_factor_is_the_ratio_of_the_last_window_sums_whenever_it_moves(
+    pairs: list[tuple[float, float]], window: int, tolerance: float
+) -> None:
+    tracker = SpeedTracker(window, tolerance)
+    for i, (measured, expected) in enumerate(pairs):
+        before = tracker.factor
+        moved = tracker.observe(measured, expected)
+        if i + 1 < window:
+            assert moved is None and tracker.factor == 1.0  # no verdict on a partial window
+            continue
+        last = pairs[i + 1 - window : i + 1]
+        ratio = sum(m for m, _ in last) / sum(e for _, e in last)
+        clamped = min(max(ratio, MIN_FACTOR), MAX_FACTOR)
+        if moved is None:
+            assert tracker.factor == before
+            assert abs(clamped - before) <= tolerance * before * (1 + 1e-9) + 1e-12
+        else:
+            assert moved == tracker.factor == pytest.approx(clamped, rel=1e-9)
+
+
+def test_failed_batches_and_empty_expectations_are_ignored() -> None:
+    tracker = SpeedTracker(2, 0.0)
+    for bad in ((math.nan, 10.0), (math.inf, 10.0), (0.0, 10.0), (10.0, 0.0)):
+        assert tracker.observe(*bad) is None
+    assert tracker.observe(20.0, 10.0) is None
+    assert tracker.observe(20.0, 10.0) == pytest.approx(2.0)
+
+
+@given(st.floats(0.1, 10.0), st.integers(1, 16), st.floats(0.0, 300.0))
+def test_a_scaled_model_scales_every_batch_time(factor: float, k: int, solo: float) -> None:
+    affine = BatchLatencyModel(c0=0.7, c_fix=0.8, c1=0.12)
+    table = BatchLatencyModel(table={k: (1.5, 1.0 + 0.1 * k)})
+    for model in (affine, table):
+        assert float(model.scaled(factor).g(k, solo)) == pytest.approx(
+            factor * float(model.g(k, solo)), rel=1e-12, abs=1e-12
+        )
+    with pytest.raises(ValueError, match="positive"):
+        affine.scaled(0.0)
+
+
+def _orloj(window: int) -> OrlojPolicy:
+    rng = np.random.default_rng(0)
+    profile = {a: rng.uniform(lo, hi, 300).tolist() for a, (lo, hi) in APPS.items()}
+    return OrlojPolicy(profile=profile, speed_window=window, speed_tolerance=0.05)
+
+
+def _serve(pol: OrlojPolicy, rounds: int, slowdown: float) -> None:
+    """Requests one at a time; each batch takes `slowdown` x what Orloj expected."""
+    t = 0.0
+    for rid in range(rounds):
+        pol.on_arrival(Request(rid, "b", t, 10_000.0), t)
+        batch, _ = pol.next_batch(t)
+        assert batch is not None
+        measured = slowdown * batch.meta["est_ms"] / batch.meta.get("speed", 1.0)
+        t += measured
+        pol.on_batch_done(batch, t, measured)
+
+
+def test_a_slower_machine_stretches_orlojs_estimates_after_one_window() -> None:
+    pol, same = _orloj(window=10), _orloj(window=0)  # `same`: the same arrivals, no feedback
+    _serve(pol, 9, 1.5)
+    _serve(same, 10, 1.0)
+    assert pol.estimate("b", 4) == same.estimate("b", 4)  # the window is not full yet
+    _serve(pol, 1, 1.5)
+    same.store.rebuild()  # the app shares of arrivals `pol` rebuilt with
+    for bs in (1, 4, 16):
+        assert pol.estimate("b", bs) == pytest.approx(1.5 * same.estimate("b", bs), rel=1e-9)
+    assert pol.speed is not None and pol.speed.factor == pytest.approx(1.5)
+
+
+def test_without_a_window_the_estimates_keep_the_profiled_speed() -> None:
+    pol = _orloj(window=0)
+    before = pol.estimate("b", 4)
+    t = 0.0
+    for rid in range(30):
+        pol.on_arrival(Request(rid, "b", t, 10_000.0), t)
+        batch, _ = pol.next_batch(t)
+        assert isinstance(batch, Batch) and "speed" not in batch.meta
+        t += 2 * batch.meta["est_ms"]
+        pol.on_batch_done(batch, t, 2 * batch.meta["est_ms"])
+    assert pol.speed is None and pol.estimate("b", 4) == before
+
+
+def test_the_served_orloj_follows_the_machines_speed_unless_told_otherwise() -> None:
+    assert _served_options("orloj", {}) == {"speed_window": SERVED_SPEED_WINDOW}
+    assert _served_options("orloj", {"speed_window": 0, "b": 1e-5}) == {
+        "speed_window": 0,
+        "b": 1e-5,
+    }
+    assert _served_options("clockwork", {}) == {}
+
+
+def test_speed_feedback_keeps_orloj_ahead_of_clockwork_on_a_slower_machine(
+    tmp_path: Path,
+) -> None:
+    """The drift experiment, quick: at 1.6x the profiled batch time Orloj without feedback
+    falls toward Clockwork; with it, it keeps most of its lead. At the profiled speed the
+    feedback changes (almost) nothing."""
+    exp = get_experiment("orloj", "drift")
+    ctx = ExperimentContext(out_dir=tmp_path, jobs=2, progress=False)
+    rows = exp.run(exp.config(quick=True), ctx)
+    fr = {(r["system"], r["slowdown"]): r["finish_rate"] for r in rows}
+    assert abs(fr[("orloj+speed", 1.0)] - fr[("orloj", 1.0)]) <= 0.01
+    assert fr[("orloj", 1.6)] < fr[("orloj", 1.0)] - 0.2  # the slowdown really hurts
+    assert fr[("orloj+speed", 1.6)] >= fr[("orloj", 1.6)] + 0.04
+    assert fr[("orloj+speed", 1.6)] >= fr[("clockwork", 1.6)] + 0.08
+    assert (tmp_path / "drift.json").is_file() and list(tmp_path.glob("drift_*.png"))
