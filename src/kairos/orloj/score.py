@@ -68,14 +68,13 @@ class ScoreTable:
         ahat[1 : n + 1] = prefix[:n] - m
         bval[1 : n + 1] = k
         ahat[n + 1] = prefix[n]
-        change, nxt = [-math.inf], [0]
-        for i in range(1, n + 2):
-            if ahat[i] == ahat[i - 1] and bval[i] == bval[i - 1]:
-                change.append(change[i - 1])
-                nxt.append(nxt[i - 1])
-            else:
-                change.append(float(e[i - 1]))
-                nxt.append(i - 1)
+        # state i changes where the slack falls to the lower edge of the nearest state at or
+        # below i whose (A, B) differ from its predecessor's (state 0: never)
+        moved = np.concatenate(([False], (ahat[1:] != ahat[:-1]) | (bval[1:] != bval[:-1])))
+        src = np.maximum.accumulate(np.where(moved, np.arange(n + 2), 0))
+        lower = np.concatenate(([-math.inf], np.asarray(e, dtype=np.float64)))
+        change = lower[src].tolist()
+        nxt = np.maximum(src - 1, 0).tolist()
         return cls(
             edges=[float(v) for v in e],
             b=b,
