@@ -61,3 +61,18 @@ def test_bad_input_gets_a_clear_error(tmp_path: Path) -> None:
     assert shape.exit_code == 2 and "intensity*duration" in shape.output
     exp = runner.invoke(app, ["andes", "experiment", "e99"])
     assert exp.exit_code != 0 and "no experiment 'e99'" in exp.output
+
+
+def test_profile_measures_the_cache_shape_it_is_given(tmp_path: Path) -> None:
+    from kairos.andes.latency import LinearProfile, load_profile
+
+    out = tmp_path / "p.json"
+    args = ["andes", "profile", "--quick", "--num-gpu-blocks", "64", "--max-model-len", "1024"]
+    result = runner.invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    prof = load_profile(str(out))
+    assert isinstance(prof, LinearProfile)
+    assert prof.kv_capacity == 64 * 16 and prof.regather_s_per_token >= 0
+    assert "mean relative fit error" in result.output
+    bad = runner.invoke(app, [*args[:4], "4", "--max-model-len", "1024", "--out", str(out)])
+    assert bad.exit_code == 2 and "max_model_len=1024 exceeds the KV cache" in bad.output

@@ -158,11 +158,15 @@ def register(group: typer.Typer) -> None:
         ),
         device: str = "auto",
         dtype: str = "auto",
-        num_gpu_blocks: int = 1024,
+        num_gpu_blocks: Annotated[int, typer.Option(help="KV cache blocks, as served")] = 1024,
+        max_model_len: Annotated[int, typer.Option(help="Tokens per request, as served")] = 2048,
+        max_num_seqs: Annotated[int, typer.Option(help="Largest decode batch, as served")] = 64,
         quick: Annotated[bool, typer.Option(help="A smaller grid (seconds, not a minute)")] = False,
     ) -> None:
         """Measure the engine on this machine and fit the latency profile its scheduler and
-        the simulator use (`kairos serve --profile OUT`, `kairos andes simulate --profile OUT`)."""
+        the simulator use (`kairos serve --profile OUT`, `kairos andes simulate --profile OUT`).
+        Give it the cache shape you serve with: the grid fills that cache, and a small cache
+        decodes faster per token than a large one."""
         from kairos.andes.engine.config import EngineConfig
         from kairos.andes.engine.engine import LLMEngine, provisional_profile
         from kairos.andes.engine.profiler import fit, measure
@@ -170,7 +174,14 @@ def register(group: typer.Typer) -> None:
 
         try:
             cfg = EngineConfig.model_validate(
-                dict(model=model, device=device, dtype=dtype, num_gpu_blocks=num_gpu_blocks)
+                dict(
+                    model=model,
+                    device=device,
+                    dtype=dtype,
+                    num_gpu_blocks=num_gpu_blocks,
+                    max_model_len=max_model_len,
+                    max_num_seqs=max_num_seqs,
+                )
             )
         except ValueError as exc:
             console.print(f"[red]error:[/red] {exc}")
