@@ -209,6 +209,23 @@ class ResourceManager:
             return job.job_id
         return None
 
+    def return_slot(self, job_id: str) -> None:
+        """Undo the job's last `checkin` assignment: the device could not take it (it already
+        serves this round). The open request keeps its id and submission time, so its place
+        in the policy's order is unchanged."""
+        job = self._job(job_id)
+        req = self._requests.get(job.request) if job.request is not None else None
+        if req is None or req.remaining >= req.demand:
+            raise ValueError(f"job {job_id!r} has no dispatched slot to return")
+        if req.remaining == 0:
+            self._dirty = True  # pending again: the plan must include it
+        req.remaining += 1
+        req.view = None
+        if req.remaining == req.demand:
+            req.first_dispatch = None  # nothing of it was served after all
+        job.served -= 1
+        self.stats.assigned -= 1
+
     # -- planning ------------------------------------------------------------------------
     def view(self, now: float) -> ManagerView:
         pending = [r for r in self._requests.values() if r.remaining > 0]

@@ -127,3 +127,19 @@ def test_accepted_offer_implies_weaker_requirements() -> None:
     assert implies(strong, weak) and not implies(weak, strong)
     assert not implies(strong, other)
     assert requirement_of({"min_ram_gb": 4.0}) == weak  # same thresholds, same group
+
+
+def test_a_device_accepting_twice_leaves_the_slot_for_another(url: str) -> None:
+    jid = _post(url, "/v1/jobs", {"name": "a", "demand": 2, "rounds": 1}).json()["id"]
+    assert _post(url, f"/v1/jobs/{jid}/rounds", {}).status_code == 201
+    accept = f"/v1/offers/{jid}.r0/accept"
+    assert _post(url, accept, {"device_id": "d0"}).json()["assigned"] is True
+    again = _post(url, accept, {"device_id": "d0"}).json()
+    assert again == {"assigned": False, "reason": "this device already serves this round"}
+    assert [
+        o["offer_id"] for o in _post(url, "/v1/checkin", {"device_id": "d1"}).json()["offers"]
+    ] == [f"{jid}.r0"]
+    assert _post(url, accept, {"device_id": "d1"}).json()["assigned"] is True
+    assert _post(url, "/v1/checkin", {"device_id": "d2"}).json()["offers"] == []
+    got = httpx.get(f"{url}/v1/jobs/{jid}", headers=AUTH).json()
+    assert got["state"] == "running"

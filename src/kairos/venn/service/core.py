@@ -187,9 +187,7 @@ class VennService:
         if target is None:  # cannot happen while the manager and the rounds agree
             return {"assigned": False, "reason": "no job needs this device right now"}
         if self.store.assignment(chosen, target.round_idx, device_id) is not None:
-            # Already serving this round: give the slot back to the request.
-            left = self.manager.close_request(chosen, now)
-            self.manager.submit_request(chosen, left + 1, now, target.round_idx)
+            self.manager.return_slot(chosen)  # already serving this round: the slot goes back
             return {"assigned": False, "reason": "this device already serves this round"}
         self.store.assign(chosen, target.round_idx, device_id, now, capability)
         target.dispatched += 1
