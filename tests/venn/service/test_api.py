@@ -9,9 +9,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kairos.fl import Requirement
 from kairos.runtime.http import BackgroundServer
+from kairos.venn.manager import ResourceManager
+from kairos.venn.policies import make_policy
 from kairos.venn.service.app import ServiceSettings, create_app
-from kairos.venn.service.core import implies, requirement_of
+from kairos.venn.service.core import THRESHOLDS, accepted_atom, requirement_of
 
 KEY = "s3cret"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -121,12 +124,18 @@ def test_round_order_and_expired_offer(url: str) -> None:
 
 
 def test_accepted_offer_implies_weaker_requirements() -> None:
+    """The atom the service gives a device that accepted R: every registered requirement R
+    implies, and no other."""
     strong = requirement_of({"min_ram_gb": 8, "min_cpu_ghz": 6})
     weak = requirement_of({"min_ram_gb": 4})
     other = requirement_of({"min_android_os": 10})
-    assert implies(strong, weak) and not implies(weak, strong)
-    assert not implies(strong, other)
     assert requirement_of({"min_ram_gb": 4.0}) == weak  # same thresholds, same group
+    mgr = ResourceManager(make_policy("venn"), [strong, weak, other])
+
+    def atom(r: Requirement) -> int:
+        return accepted_atom(mgr, {k: getattr(r, k) for k in THRESHOLDS})
+
+    assert atom(strong) == 0b011 and atom(weak) == 0b010 and atom(other) == 0b100
 
 
 def test_a_device_accepting_twice_leaves_the_slot_for_another(url: str) -> None:

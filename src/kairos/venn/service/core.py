@@ -42,9 +42,10 @@ def requirement_of(thresholds: Mapping[str, float]) -> Requirement:
     return Requirement(name=name, **values)
 
 
-def implies(a: Requirement, b: Requirement) -> bool:
-    """Every device that meets `a` meets `b`."""
-    return all(getattr(a, k) >= getattr(b, k) for k in THRESHOLDS)
+def accepted_atom(manager: ResourceManager, thresholds: Mapping[str, float]) -> int:
+    """The atom of a device that accepted an offer with these thresholds: it met them, so it
+    is eligible wherever a device with exactly those attributes would be."""
+    return manager.signature({k.removeprefix("min_"): v for k, v in thresholds.items()})
 
 
 def offer_id(job_id: str, round_idx: int) -> str:
@@ -176,9 +177,7 @@ class VennService:
         rnd = self.rounds.get(job_id)
         if rnd is None or rnd.round_idx != int(r):
             raise ServiceError(409, f"Offer '{oid}' has expired; check in again for new offers.")
-        # the device met the accepted offer's thresholds, so it is eligible wherever a device
-        # with exactly those attributes would be
-        atom = self.manager.signature({k[4:]: v for k, v in job.requirement.items()})
+        atom = accepted_atom(self.manager, job.requirement)
         now = self.clock()
         chosen = self.manager.checkin(now, atom, capability)
         if chosen is None:
