@@ -3,6 +3,7 @@ the drift experiment that shows what it is for."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -12,13 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kairos.experiments import ExperimentContext, get_experiment
-from kairos.orloj.batchdist import BatchLatencyModel
-from kairos.orloj.policy import Batch, Request
-from kairos.orloj.runtime.cli import _served_options
+from kairos.orloj.batchdist import BatchLatencyModel, expected_max
+from kairos.orloj.policy import ProfileSnapshot, Request
+from kairos.orloj.runtime.cli import served_options
 from kairos.orloj.scheduler import OrlojPolicy
 from kairos.orloj.speed import MAX_FACTOR, MIN_FACTOR, SERVED_SPEED_WINDOW, SpeedTracker
 
 APPS = {"a": (5.0, 15.0), "b": (40.0, 60.0)}
+_IDS = itertools.count()  # request ids, unique across the tests' policies
 
 pair = st.tuples(st.floats(0.1, 500.0), st.floats(0.1, 500.0))
 
@@ -28,26 +30,31 @@ def test_the_factor_is_the_ratio_of_the_last_window_sums_whenever_it_moves(
     pairs: list[tuple[float, float]], window: int, tolerance: float
 ) -> None:
     tracker = SpeedTracker(window, tolerance)
-    for i, (measured, expected) in enumerate(pairs):
+    kept: list[tuple[float, float]] = []  # the pairs a stall filter lets through
+    for measured, expected in pairs:
         before = tracker.factor
         moved = tracker.observe(measured, expected)
-        if i + 1 < window:
+        if not MIN_FACTOR <= measured / expected <= MAX_FACTOR:
+            assert moved is None and tracker.factor == before  # a stall, not drift
+            continue
+        kept.append((measured, expected))
+        if len(kept) < window:
             assert moved is None and tracker.factor == 1.0  # no verdict on a partial window
             continue
-        last = pairs[i + 1 - window : i + 1]
+        last = kept[-window:]
         ratio = sum(m for m, _ in last) / sum(e for _, e in last)
-        clamped = min(max(ratio, MIN_FACTOR), MAX_FACTOR)
         if moved is None:
             assert tracker.factor == before
-            assert abs(clamped - before) <= tolerance * before * (1 + 1e-9) + 1e-12
+            assert abs(ratio - before) <= tolerance * before * (1 + 1e-9) + 1e-12
         else:
-            assert moved == tracker.factor == pytest.approx(clamped, rel=1e-9)
+            assert moved == tracker.factor == pytest.approx(ratio, rel=1e-9)
 
 
-def test_failed_batches_and_empty_expectations_are_ignored() -> None:
+def test_failed_batches_stalls_and_empty_expectations_are_ignored() -> None:
     tracker = SpeedTracker(2, 0.0)
-    for bad in ((math.nan, 10.0), (math.inf, 10.0), (0.0, 10.0), (10.0, 0.0)):
-        assert tracker.observe(*bad) is None
+    bad = ((math.nan, 10.0), (math.inf, 10.0), (0.0, 10.0), (10.0, 0.0), (10.0, math.inf))
+    for pair in (*bad, (2_000.0, 50.0), (1.0, 50.0)):  # the last two: a stall, a clock jump
+        assert tracker.observe(*pair) is None
     assert tracker.observe(20.0, 10.0) is None
     assert tracker.observe(20.0, 10.0) == pytest.approx(2.0)
 
@@ -64,20 +71,24 @@ def test_a_scaled_model_scales_every_batch_time(factor: float, k: int, solo: flo
         affine.scaled(0.0)
 
 
-def _orloj(window: int) -> OrlojPolicy:
+def _orloj(window: int, **options: float) -> OrlojPolicy:
     rng = np.random.default_rng(0)
     profile = {a: rng.uniform(lo, hi, 300).tolist() for a, (lo, hi) in APPS.items()}
-    return OrlojPolicy(profile=profile, speed_window=window, speed_tolerance=0.05)
+    return OrlojPolicy(profile=profile, speed_window=window, speed_tolerance=0.05, **options)
 
 
 def _serve(pol: OrlojPolicy, rounds: int, slowdown: float) -> None:
-    """Requests one at a time; each batch takes `slowdown` x what Orloj expected."""
+    """Requests of app b one at a time; each batch takes `slowdown` x its true expected time,
+    computed from the unscaled g_k and b's histogram, not from what Orloj wrote on the batch."""
+    model = pol.config.batch_model
     t = 0.0
-    for rid in range(rounds):
+    for _ in range(rounds):
+        rid = next(_IDS)
         pol.on_arrival(Request(rid, "b", t, 10_000.0), t)
         batch, _ = pol.next_batch(t)
-        assert batch is not None
-        measured = slowdown * batch.meta["est_ms"] / batch.meta.get("speed", 1.0)
+        assert batch is not None and batch.size == 1
+        truth = model.shift(1) + model.scale(1) * expected_max([(pol.store.hists["b"], 1)])
+        measured = slowdown * truth
         t += measured
         pol.on_batch_done(batch, t, measured)
 
@@ -92,28 +103,43 @@ def test_a_slower_machine_stretches_orlojs_estimates_after_one_window() -> None:
     for bs in (1, 4, 16):
         assert pol.estimate("b", bs) == pytest.approx(1.5 * same.estimate("b", bs), rel=1e-9)
     assert pol.speed is not None and pol.speed.factor == pytest.approx(1.5)
+    version = pol.store.version
+    _serve(pol, 25, 1.5)  # more windows at the same speed: the factor must not compound
+    assert pol.speed.factor == pytest.approx(1.5) and pol.store.version == version
+    _serve(pol, 10, 1.0)  # back to the profiled speed
+    assert pol.speed.factor == pytest.approx(1.0)
+
+
+def test_a_batch_planned_before_a_rescale_is_judged_by_the_speed_it_was_planned_with() -> None:
+    pol = _orloj(window=2, schedule_ahead_ms=1e9)  # a second batch may be planned early
+    _serve(pol, 1, 2.0)
+    pol.on_arrival(Request(next(_IDS), "b", 0.0, 10_000.0), 0.0)
+    early, _ = pol.next_batch(0.0)  # planned at factor 1
+    assert early is not None and early.meta["speed"] == 1.0
+    _serve(pol, 1, 2.0)  # a second batch completes the window: factor 2
+    assert pol.speed is not None and pol.speed.factor == pytest.approx(2.0)
+    pol.on_batch_done(early, 1.0, 2.0 * early.meta["est_ms"])  # also 2x what it expected
+    assert pol.speed.factor == pytest.approx(2.0)
+    pol.on_profile(ProfileSnapshot({"b": [50.0] * 5}))  # a profile rebuild keeps the scale
+    model = pol.config.batch_model
+    solo = expected_max([(pol.store.hists["b"], 1)])
+    assert pol.estimate("b", 1) == pytest.approx(2.0 * (model.shift(1) + model.scale(1) * solo))
 
 
 def test_without_a_window_the_estimates_keep_the_profiled_speed() -> None:
     pol = _orloj(window=0)
     before = pol.estimate("b", 4)
-    t = 0.0
-    for rid in range(30):
-        pol.on_arrival(Request(rid, "b", t, 10_000.0), t)
-        batch, _ = pol.next_batch(t)
-        assert isinstance(batch, Batch) and "speed" not in batch.meta
-        t += 2 * batch.meta["est_ms"]
-        pol.on_batch_done(batch, t, 2 * batch.meta["est_ms"])
+    _serve(pol, 30, 2.0)
     assert pol.speed is None and pol.estimate("b", 4) == before
 
 
 def test_the_served_orloj_follows_the_machines_speed_unless_told_otherwise() -> None:
-    assert _served_options("orloj", {}) == {"speed_window": SERVED_SPEED_WINDOW}
-    assert _served_options("orloj", {"speed_window": 0, "b": 1e-5}) == {
+    assert served_options("orloj", {}) == {"speed_window": SERVED_SPEED_WINDOW}
+    assert served_options("orloj", {"speed_window": 0, "b": 1e-5}) == {
         "speed_window": 0,
         "b": 1e-5,
     }
-    assert _served_options("clockwork", {}) == {}
+    assert served_options("clockwork", {}) == {}
 
 
 def test_speed_feedback_keeps_orloj_ahead_of_clockwork_on_a_slower_machine(

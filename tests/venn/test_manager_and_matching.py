@@ -118,21 +118,12 @@ def test_manager_enforces_tiers_and_leftovers_flow_on() -> None:
     assert mgr.checkin(2.0, 1, capability=3.0) == head
 
 
-def test_a_returned_slot_goes_back_to_the_same_request() -> None:
+def test_checkin_passes_over_the_jobs_it_is_told_to_skip() -> None:
     mgr = ResourceManager(make_policy("fifo"), [ANY], StaticSupply({1: 1.0}))
-    mgr.register_job("a", ANY, 0.0)
-    rid = mgr.submit_request("a", 2, 0.0)
-    with pytest.raises(ValueError, match="no dispatched slot"):
-        mgr.return_slot("a")
-    assert mgr.checkin(1.0, 1) == "a" and mgr.checkin(2.0, 1) == "a"
-    assert mgr.checkin(3.0, 1) is None  # fully dispatched
-    mgr.return_slot("a")
-    assert mgr.stats.assigned == 1
-    (pending,) = mgr.view(4.0).requests
-    assert (pending.request_id, pending.remaining, pending.submitted) == (rid, 1, 0.0)
-    assert mgr.checkin(5.0, 1) == "a"  # offered again, to the next device
-    mgr.return_slot("a")
-    mgr.return_slot("a")
-    assert mgr.view(6.0).requests[0].remaining == 2
-    assert mgr.view(6.0).requests[0].served == 0
-    assert mgr.close_request("a", 7.0) == 2
+    for name in ("first", "second"):
+        mgr.register_job(name, ANY, 0.0)
+        mgr.submit_request(name, 1, 0.0)
+    assert mgr.checkin(1.0, 1, skip={"first"}) == "second"
+    assert mgr.checkin(2.0, 1, skip={"first"}) is None  # first still waits for another device
+    assert mgr.checkin(3.0, 1) == "first"
+    assert mgr.stats.checkins == 3 and mgr.stats.assigned == 2

@@ -5,7 +5,9 @@ requests that can no longer make it at a batch size (per-app deadline heaps, lar
 first, so viable sets stay nested; a request leaving Q_1 is timed out); pick the candidate
 batch size (`bs_order`); fire that queue's milestones and pop its top-bs requests by score.
 The state the iteration works on lives in `queues.ScoredQueues`; the distributions, tables
-and estimates in `store.DistributionStore`, rebuilt off the hot path by `on_profile`.
+and estimates in `store.DistributionStore`, rebuilt off the hot path by `on_profile`, and by
+`on_batch_done` when speed feedback is on and the machine's speed moved (rare: a few times
+per thousand batches under a steady slowdown, none at the profiled speed).
 
 Pure (ARCHITECTURE principle 1): time is the `now` it is handed (kept monotone), no I/O, no
 randomness. The same object drives the simulator and the real server.

@@ -17,11 +17,16 @@ import math
 from collections import deque
 
 SERVED_SPEED_WINDOW = 20  # batches: what `kairos orloj serve` runs Orloj with
-MIN_FACTOR, MAX_FACTOR = 0.25, 4.0  # a ratio outside this is a broken measurement, not drift
+MIN_FACTOR, MAX_FACTOR = 0.25, 4.0  # one batch's ratio outside this is a stall, not drift
 
 
 class SpeedTracker:
-    """Measured over expected batch time (expected under the unscaled g_k), last `window`."""
+    """Measured over expected batch time (expected under the unscaled g_k), last `window`.
+
+    The ratio of sums, not a mean of ratios: it is what scales expected times to measured
+    ones over the window. A batch whose own ratio is outside [MIN_FACTOR, MAX_FACTOR] (a stall
+    of the worker, a clock jump) is left out, or one 2 s hiccup among 50 ms batches would
+    stretch every distribution threefold for a whole window."""
 
     def __init__(self, window: int, tolerance: float) -> None:
         if window < 1 or tolerance < 0:
@@ -35,7 +40,9 @@ class SpeedTracker:
 
     def observe(self, measured_ms: float, expected_ms: float) -> float | None:
         """One finished batch; the new factor if it moved by more than the tolerance."""
-        if not (math.isfinite(measured_ms) and measured_ms > 0 and expected_ms > 0):
+        if not (math.isfinite(measured_ms) and math.isfinite(expected_ms) and expected_ms > 0):
+            return None
+        if not MIN_FACTOR <= measured_ms / expected_ms <= MAX_FACTOR:
             return None
         if len(self._pairs) == self.window:
             old_m, old_e = self._pairs[0]
@@ -46,7 +53,7 @@ class SpeedTracker:
         self._expected += expected_ms
         if len(self._pairs) < self.window:
             return None
-        ratio = min(max(self._measured / self._expected, MIN_FACTOR), MAX_FACTOR)
+        ratio = self._measured / self._expected  # within the bounds, as every pair's is
         if abs(ratio - self.factor) <= self.tolerance * self.factor:
             return None
         self.factor = ratio

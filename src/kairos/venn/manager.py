@@ -5,19 +5,19 @@ response profiles) and exposes the two APIs of spec §2.2:
 
 - job-facing: `register_job`, `submit_request`, `close_request` (a round closed or aborted:
   withdraw undispatched demand), `job_finished`, `report_response`;
-- device-facing: `checkin(now, atom, capability) -> job_id | None`.
+- device-facing: `checkin(now, atom, capability, skip) -> job_id | None`.
 
 On a trigger (submit, fully dispatched, close, finish, or `replan_period` seconds passing) it
 marks the plan stale and asks the policy for a new one before the next check-in, so several
 triggers at one instant cost one plan. The check-in path is a dict lookup and a short scan of
-the plan's candidates. The simulator and (later) an HTTP service drive this same object; the
-policy never sees anything but `ManagerView` snapshots.
+the plan's candidates. The simulator and the HTTP service (`kairos.venn.service`) drive this
+same object; the policy never sees anything but `ManagerView` snapshots.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -183,8 +183,11 @@ class ResourceManager:
         self._pooled.add(capability, response_s)
 
     # -- device-facing API ---------------------------------------------------------------
-    def checkin(self, now: float, atom: int, capability: float = 1.0) -> str | None:
-        """A device of `atom` is online: the job it should serve, or None."""
+    def checkin(
+        self, now: float, atom: int, capability: float = 1.0, skip: Collection[str] = ()
+    ) -> str | None:
+        """A device of `atom` is online: the job it should serve, or None. Jobs in `skip`
+        are passed over (the device already serves their current round)."""
         self.stats.checkins += 1
         self.supply.record(atom, now)
         if self._dirty or now - self._plan_t >= self.replan_period_s:
@@ -192,7 +195,7 @@ class ResourceManager:
         requests = self._requests
         for rid in self._plan.candidates(atom):
             req = requests.get(rid)
-            if req is None or req.remaining <= 0:
+            if req is None or req.remaining <= 0 or req.job.job_id in skip:
                 continue
             tier = req.tier
             if tier is not None and not (tier[0] <= capability < tier[1]):
@@ -208,23 +211,6 @@ class ResourceManager:
             self.stats.assigned += 1
             return job.job_id
         return None
-
-    def return_slot(self, job_id: str) -> None:
-        """Undo the job's last `checkin` assignment: the device could not take it (it already
-        serves this round). The open request keeps its id and submission time, so its place
-        in the policy's order is unchanged."""
-        job = self._job(job_id)
-        req = self._requests.get(job.request) if job.request is not None else None
-        if req is None or req.remaining >= req.demand:
-            raise ValueError(f"job {job_id!r} has no dispatched slot to return")
-        if req.remaining == 0:
-            self._dirty = True  # pending again: the plan must include it
-        req.remaining += 1
-        req.view = None
-        if req.remaining == req.demand:
-            req.first_dispatch = None  # nothing of it was served after all
-        job.served -= 1
-        self.stats.assigned -= 1
 
     # -- planning ------------------------------------------------------------------------
     def view(self, now: float) -> ManagerView:

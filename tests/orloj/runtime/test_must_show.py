@@ -23,7 +23,7 @@ quiet machine); the simulator's drift experiment shows the same effect without t
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -32,14 +32,15 @@ import httpx
 import numpy as np
 import pytest
 
+from kairos.orloj.policy import Batch
 from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig
+from kairos.orloj.runtime.cli import served_options
 from kairos.orloj.runtime.dispatcher import Dispatcher
 from kairos.orloj.runtime.loadgen import make_trace, run_load
 from kairos.orloj.runtime.models import ServedModel, build_model
 from kairos.orloj.runtime.process import ProcessExecutor
 from kairos.orloj.runtime.profiler import Profiler
 from kairos.orloj.runtime.server import create_app
-from kairos.orloj.speed import SERVED_SPEED_WINDOW
 from kairos.orloj.systems import make_system
 from kairos.runtime.http import BackgroundServer
 
@@ -106,13 +107,20 @@ class Served:
     profiler measured and what Clockwork's last-10 window saw carry over from replay to replay.
     Only the first replay hands the policy the offline warm start."""
 
-    def __init__(self, stack: Stack, name: str, slo: float, offline: Any, predict: Any) -> None:
+    def __init__(
+        self,
+        stack: Stack,
+        name: str,
+        slo: float,
+        offline: Mapping[str, Sequence[float]],
+        predict: Callable[[Batch], float],
+    ) -> None:
         self.stack, self.slo, self.predict = stack, slo, predict
-        # Orloj follows the machine's speed, as `kairos orloj serve` runs it (kairos.orloj.speed)
-        options = {"speed_window": SERVED_SPEED_WINDOW} if name == "orloj" else None
+        # each policy as `kairos orloj serve` runs it: Orloj follows the machine's speed
+        options = served_options(name, {})
         self.policy = make_system(name, model=stack[2].batch_model, slo_ms=slo, options=options)
         self.profiler = Profiler()
-        self.offline = offline  # handed over once, then None
+        self.offline: Mapping[str, Sequence[float]] | None = offline  # handed over once
 
     def run(self, trace: list[Any]) -> dict[str, Any]:
         """One replay of `trace` over a fresh server on the shared worker."""

@@ -138,17 +138,27 @@ def test_accepted_offer_implies_weaker_requirements() -> None:
     assert atom(strong) == 0b011 and atom(weak) == 0b010 and atom(other) == 0b100
 
 
-def test_a_device_accepting_twice_leaves_the_slot_for_another(url: str) -> None:
-    jid = _post(url, "/v1/jobs", {"name": "a", "demand": 2, "rounds": 1}).json()["id"]
-    assert _post(url, f"/v1/jobs/{jid}/rounds", {}).status_code == 201
-    accept = f"/v1/offers/{jid}.r0/accept"
-    assert _post(url, accept, {"device_id": "d0"}).json()["assigned"] is True
-    again = _post(url, accept, {"device_id": "d0"}).json()
-    assert again == {"assigned": False, "reason": "this device already serves this round"}
-    assert [
-        o["offer_id"] for o in _post(url, "/v1/checkin", {"device_id": "d1"}).json()["offers"]
-    ] == [f"{jid}.r0"]
-    assert _post(url, accept, {"device_id": "d1"}).json()["assigned"] is True
-    assert _post(url, "/v1/checkin", {"device_id": "d2"}).json()["offers"] == []
-    got = httpx.get(f"{url}/v1/jobs/{jid}", headers=AUTH).json()
-    assert got["state"] == "running"
+def test_a_device_serves_a_round_once_and_is_given_another_job(url: str) -> None:
+    jobs = [
+        _post(url, "/v1/jobs", {"name": n, "demand": 2, "rounds": 1}).json()["id"]
+        for n in ("x", "y")
+    ]
+    for jid in jobs:
+        assert _post(url, f"/v1/jobs/{jid}/rounds", {}).status_code == 201
+    first = _post(url, f"/v1/offers/{jobs[0]}.r0/accept", {"device_id": "d0"}).json()
+    assert first["assigned"] is True
+    served = first["job_id"]
+    other = jobs[1] if served == jobs[0] else jobs[0]
+    # whichever offer it accepts next, d0 is not given the round it already serves
+    again = _post(url, f"/v1/offers/{served}.r0/accept", {"device_id": "d0"}).json()
+    assert again["assigned"] is True and again["job_id"] == other
+    third = _post(url, f"/v1/offers/{other}.r0/accept", {"device_id": "d0"}).json()
+    assert third == {
+        "assigned": False,
+        "reason": "this device already serves every round that needs it",
+    }
+    # the slots d0 could not take are still there for other devices
+    d1 = _post(url, f"/v1/offers/{other}.r0/accept", {"device_id": "d1"}).json()
+    d2 = _post(url, f"/v1/offers/{other}.r0/accept", {"device_id": "d2"}).json()
+    assert {d1["job_id"], d2["job_id"]} == {served, other}
+    assert _post(url, "/v1/checkin", {"device_id": "d3"}).json()["offers"] == []

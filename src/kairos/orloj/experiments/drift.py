@@ -26,6 +26,9 @@ SYSTEMS: dict[str, dict[str, Any]] = {
 
 
 class DriftConfig(TableConfig):
+    """The systems are fixed (Orloj with and without feedback, Clockwork): `systems` and
+    `system_options` do not apply here."""
+
     workloads: list[str] = Field(default_factory=lambda: ["three-modal"])
     slo_mults: list[float] = Field(default_factory=lambda: [2.0, 3.0])
     slowdowns: list[float] = Field(default_factory=lambda: [1.0, 1.3, 1.6])
@@ -40,13 +43,14 @@ class DriftConfig(TableConfig):
     quick={"seeds": [1], "n_requests": 3000, "slo_mults": [2.0], "slowdowns": [1.0, 1.6]},
 )
 def drift(cfg: DriftConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
+    """Every system at every slowdown, on the same recorded requests."""
     labels = {
         f"{name}@slowdown={x:g}": {**upd, "slowdown": x}
         for x in cfg.slowdowns
         for name, upd in SYSTEMS.items()
     }
     rows = sweep_table(ctx, cfg, labels, "drift")
-    split_labels(rows, "slowdown")
+    split_labels(rows, labels, "slowdown")
     xlabel = "slowdown (true batch time / profiled g_k)"
     publish_sweep(ctx, "drift", cfg, rows, "slowdown", cfg.slowdowns, list(SYSTEMS), xlabel)
     return rows

@@ -200,6 +200,6 @@ class LoadConfig(TableConfig):
 def load(cfg: LoadConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     labels = {f"{s}@rho={r:g}": {"system": s, "rho": r} for r in cfg.rhos for s in cfg.systems}
     rows = sweep_table(ctx, cfg, labels, "load")
-    split_labels(rows, "rho")
+    split_labels(rows, labels, "rho")
     publish_sweep(ctx, "load", cfg, rows, "rho", cfg.rhos, cfg.systems, "offered load rho")
     return rows

@@ -104,12 +104,13 @@ def sweep_table(
     return rows
 
 
-def split_labels(rows: list[dict[str, Any]], key: str) -> None:
-    """Labels `system@key=value` (one sweep variable per label) back into the row's `system`
-    and a float `key` column; such sweeps have no paper value."""
+def split_labels(rows: list[dict[str, Any]], labels: dict[str, dict[str, Any]], key: str) -> None:
+    """Labels `system@...` of a one-variable sweep back into the row's `system` (the part
+    before @) and a `key` column read from the label's own SimPoint update (not parsed from
+    the label, whose number is rounded); such sweeps have no paper value."""
     for r in rows:
-        system, _, value = r["system"].partition(f"@{key}=")
-        r.update({"system": system, key: float(value), "paper": None})
+        label = r["system"]
+        r.update({"system": label.partition("@")[0], key: labels[label][key], "paper": None})
 
 
 def mean_finish(rows: list[dict[str, Any]], **match: Any) -> float:
@@ -146,7 +147,7 @@ def publish_sweep(
     )
     for w, m in cells:
         save_line_plot(
-            ctx.out_dir / f"{name}_{w}_{m:g}x.png",
+            ctx.out_dir / f"{name}_{slug(w)}_{m:g}x.png",
             list(values),
             {s: [at(w, m, x, s) for x in values] for s in systems},
             xlabel=xlabel,

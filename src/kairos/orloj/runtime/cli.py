@@ -35,7 +35,7 @@ AppsOpt = Annotated[
 ]
 
 
-def _served_options(policy: str, given: dict[str, Any]) -> dict[str, Any]:
+def served_options(policy: str, given: dict[str, Any]) -> dict[str, Any]:
     """A served Orloj follows the machine's speed (kairos.orloj.speed) unless told otherwise."""
     from kairos.orloj.speed import SERVED_SPEED_WINDOW
 
@@ -197,9 +197,7 @@ def register(group: typer.Typer) -> None:
                 slo_ms=slo,
                 sizes=size_list,
                 rate_per_ms=rate_rps / 1e3 if rate_rps else None,
-                options=_served_options(
-                    policy, parse_assignments(policy_option, "--policy-option")
-                ),
+                options=served_options(policy, parse_assignments(policy_option, "--policy-option")),
             )
             profiler = Profiler(sample_rate=sample_rate)
         except ValueError as exc:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import itertools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +32,10 @@ from kairos.orloj.runtime.profiler import Profiler
 from kairos.orloj.runtime.results import Completion, DispatchStats, Overloaded, Unavailable
 
 __all__ = ["Completion", "Dispatcher", "Overloaded", "Unavailable"]
+
+# Request ids are unique for the life of the process, not per dispatcher: a policy kept across
+# dispatchers deletes lazily by id, and a reused id would match a stale entry of an old request.
+_REQUEST_IDS = itertools.count()
 
 
 class Dispatcher:
@@ -67,7 +72,6 @@ class Dispatcher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._open: dict[int, tuple[Request, asyncio.Future[Completion]]] = {}
         self._dispatched: set[int] = set()
-        self._next_id = 0
         self._in_flight = 0  # batches submitted to the worker, not yet back
         self._profiling = False  # a profiler re-run is on the worker
         self._timer: asyncio.TimerHandle | None = None
@@ -139,8 +143,7 @@ class Dispatcher:
         if len(self._open) >= self.max_open:
             raise Overloaded(f"{len(self._open)} requests are open (limit {self.max_open})")
         now = self.now()
-        req = Request(self._next_id, app, release=now, slo=float(slo_ms), payload=payload)
-        self._next_id += 1
+        req = Request(next(_REQUEST_IDS), app, release=now, slo=float(slo_ms), payload=payload)
         fut: asyncio.Future[Completion] = self._loop.create_future()
         self._open[req.request_id] = (req, fut)
         for r in self.policy.on_arrival(req, now):

@@ -179,15 +179,23 @@ class VennService:
             raise ServiceError(409, f"Offer '{oid}' has expired; check in again for new offers.")
         atom = accepted_atom(self.manager, job.requirement)
         now = self.clock()
-        chosen = self.manager.checkin(now, atom, capability)
-        if chosen is None:
+        # a device serves a round once: the manager passes over jobs whose current round it
+        # already serves and picks among the rest (the accepted offer is a proof of
+        # eligibility, not a choice of job)
+        serving = {
+            j
+            for j, open_round in self.rounds.items()
+            if self.store.assignment(j, open_round.round_idx, device_id) is not None
+        }
+        chosen = self.manager.checkin(now, atom, capability, skip=serving)
+        target = self.rounds.get(chosen) if chosen is not None else None
+        if chosen is None or target is None:  # (target: None only if manager and rounds part)
+            if serving:
+                return {
+                    "assigned": False,
+                    "reason": "this device already serves every round that needs it",
+                }
             return {"assigned": False, "reason": "no job needs this device right now"}
-        target = self.rounds.get(chosen)
-        if target is None:  # cannot happen while the manager and the rounds agree
-            return {"assigned": False, "reason": "no job needs this device right now"}
-        if self.store.assignment(chosen, target.round_idx, device_id) is not None:
-            self.manager.return_slot(chosen)  # already serving this round: the slot goes back
-            return {"assigned": False, "reason": "this device already serves this round"}
         self.store.assign(chosen, target.round_idx, device_id, now, capability)
         target.dispatched += 1
         self.counters.assigned += 1
