@@ -17,7 +17,7 @@ from kairos.orloj.batchdist import BatchLatencyModel, expected_max
 from kairos.orloj.policy import ProfileSnapshot, Request
 from kairos.orloj.runtime.cli import served_options
 from kairos.orloj.scheduler import OrlojPolicy
-from kairos.orloj.speed import MAX_FACTOR, MIN_FACTOR, SERVED_SPEED_WINDOW, SpeedTracker
+from kairos.orloj.speed import MAX_FACTOR, MIN_FACTOR, SERVED_SPEED_WINDOW, STALL, SpeedTracker
 
 APPS = {"a": (5.0, 15.0), "b": (40.0, 60.0)}
 _IDS = itertools.count()  # request ids, unique across the tests' policies
@@ -30,19 +30,15 @@ def test_the_factor_is_the_ratio_of_the_last_window_sums_whenever_it_moves(
     pairs: list[tuple[float, float]], window: int, tolerance: float
 ) -> None:
     tracker = SpeedTracker(window, tolerance)
-    kept: list[tuple[float, float]] = []  # the pairs a stall filter lets through
-    for measured, expected in pairs:
+    for i, (measured, expected) in enumerate(pairs):
         before = tracker.factor
         moved = tracker.observe(measured, expected)
-        if not MIN_FACTOR <= measured / expected <= MAX_FACTOR:
-            assert moved is None and tracker.factor == before  # a stall, not drift
-            continue
-        kept.append((measured, expected))
-        if len(kept) < window:
+        if i + 1 < window:
             assert moved is None and tracker.factor == 1.0  # no verdict on a partial window
             continue
-        last = kept[-window:]
-        ratio = sum(m for m, _ in last) / sum(e for _, e in last)
+        last = pairs[i + 1 - window : i + 1]
+        counted = sum(min(m, STALL * e) for m, e in last)  # a stall counts STALL x at most
+        ratio = min(max(counted / sum(e for _, e in last), MIN_FACTOR), MAX_FACTOR)
         if moved is None:
             assert tracker.factor == before
             assert abs(ratio - before) <= tolerance * before * (1 + 1e-9) + 1e-12
@@ -50,13 +46,15 @@ def test_the_factor_is_the_ratio_of_the_last_window_sums_whenever_it_moves(
             assert moved == tracker.factor == pytest.approx(ratio, rel=1e-9)
 
 
-def test_failed_batches_stalls_and_empty_expectations_are_ignored() -> None:
+def test_failed_batches_and_empty_expectations_are_ignored_and_a_stall_is_capped() -> None:
     tracker = SpeedTracker(2, 0.0)
     bad = ((math.nan, 10.0), (math.inf, 10.0), (0.0, 10.0), (10.0, 0.0), (10.0, math.inf))
-    for pair in (*bad, (2_000.0, 50.0), (1.0, 50.0)):  # the last two: a stall, a clock jump
+    for pair in bad:
         assert tracker.observe(*pair) is None
     assert tracker.observe(20.0, 10.0) is None
     assert tracker.observe(20.0, 10.0) == pytest.approx(2.0)
+    assert tracker.observe(2_000.0, 10.0) == pytest.approx((20.0 + STALL * 10.0) / 20.0)
+    assert tracker.observe(1.0, 10.0) == pytest.approx((STALL * 10.0 + 1.0) / 20.0)
 
 
 @given(st.floats(0.1, 10.0), st.integers(1, 16), st.floats(0.0, 300.0))

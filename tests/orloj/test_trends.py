@@ -146,9 +146,9 @@ def test_tagging_helps_and_both_indexes_make_identical_decisions(results_dir: Pa
     rows = run_quick("ablation", results_dir)
     fr = {(r["slo_mult"], r["system"]): r for r in rows}
     for m in {r["slo_mult"] for r in rows}:
-        default, brute = fr[(m, "default")], fr[(m, "index=bruteforce")]
+        default, hull = fr[(m, "default")], fr[(m, "index=hull")]
         for key in ("finish_rate", "mean_batch_size", "timed_out", "late"):
-            assert default[key] == brute[key], (m, key)
+            assert default[key] == hull[key], (m, key)
         assert fr[(m, "pooled (no app tags)")]["finish_rate"] <= default["finish_rate"] + NOISE
 
 

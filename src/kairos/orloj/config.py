@@ -29,7 +29,9 @@ class OrlojConfig(BaseModel):
     schedule_ahead_ms: float = Field(0.0, ge=0)  # plan the next batch this early
     reset_exponent: float = Field(100.0, gt=0, le=600)  # move the time base at b(t-t0) >= this
     n_bins: int = Field(64, ge=2, le=4096)  # bins of the model-wide latency grid
-    index: IndexKind = "hull"  # the priority index: kinetic hull or a numpy scan
+    # the priority index: a numpy scan, or the kinetic hull (identical choices; the scan is the
+    # faster of the two at every size bench_orloj measures, 100 to 10,000 pending)
+    index: IndexKind = "bruteforce"
     pooled: bool = False  # ablation: ignore app tags, one pooled distribution for everyone
     batch_model: BatchLatencyModel = BatchLatencyModel()  # g_k(l) = a_k + s_k l
     window_ms: float = Field(300_000.0, gt=0)  # profile memory window (two generations)

@@ -17,16 +17,18 @@ import math
 from collections import deque
 
 SERVED_SPEED_WINDOW = 20  # batches: what `kairos orloj serve` runs Orloj with
-MIN_FACTOR, MAX_FACTOR = 0.25, 4.0  # one batch's ratio outside this is a stall, not drift
+MIN_FACTOR, MAX_FACTOR = 0.25, 4.0  # the factor's range
+STALL = 4.0  # one batch counts as at most this many times what it was expected to take
 
 
 class SpeedTracker:
     """Measured over expected batch time (expected under the unscaled g_k), last `window`.
 
     The ratio of sums, not a mean of ratios: it is what scales expected times to measured
-    ones over the window. A batch whose own ratio is outside [MIN_FACTOR, MAX_FACTOR] (a stall
-    of the worker, a clock jump) is left out, or one 2 s hiccup among 50 ms batches would
-    stretch every distribution threefold for a whole window."""
+    ones over the window. Single batches legitimately run far from their expectation (a batch
+    of one short request against a mean that mixes long ones), so none is left out; but one
+    counts as at most STALL x its expectation, or one 2 s hiccup of the worker among 50 ms
+    batches would stretch every distribution threefold for a whole window."""
 
     def __init__(self, window: int, tolerance: float) -> None:
         if window < 1 or tolerance < 0:
@@ -35,25 +37,17 @@ class SpeedTracker:
         self.tolerance = tolerance
         self.factor = 1.0  # what the batch model is scaled by now
         self._pairs: deque[tuple[float, float]] = deque(maxlen=window)
-        self._measured = 0.0
-        self._expected = 0.0
 
     def observe(self, measured_ms: float, expected_ms: float) -> float | None:
         """One finished batch; the new factor if it moved by more than the tolerance."""
-        if not (math.isfinite(measured_ms) and math.isfinite(expected_ms) and expected_ms > 0):
+        finite = math.isfinite(measured_ms) and math.isfinite(expected_ms)
+        if not (finite and measured_ms > 0 and expected_ms > 0):
             return None
-        if not MIN_FACTOR <= measured_ms / expected_ms <= MAX_FACTOR:
-            return None
-        if len(self._pairs) == self.window:
-            old_m, old_e = self._pairs[0]
-            self._measured -= old_m
-            self._expected -= old_e
-        self._pairs.append((measured_ms, expected_ms))
-        self._measured += measured_ms
-        self._expected += expected_ms
+        self._pairs.append((min(measured_ms, STALL * expected_ms), expected_ms))
         if len(self._pairs) < self.window:
             return None
-        ratio = self._measured / self._expected  # within the bounds, as every pair's is
+        ratio = sum(m for m, _ in self._pairs) / sum(e for _, e in self._pairs)
+        ratio = min(max(ratio, MIN_FACTOR), MAX_FACTOR)
         if abs(ratio - self.factor) <= self.tolerance * self.factor:
             return None
         self.factor = ratio

@@ -150,7 +150,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "dist=cyclic": {"batch_dist_mode": "cyclic"},
     "bs_order=clockwork": {"bs_order": "clockwork_priority"},
     "pooled (no app tags)": {"pooled": True},
-    "index=bruteforce": {"index": "bruteforce"},
+    "index=hull": {"index": "hull"},
 }
 
 
@@ -168,7 +168,7 @@ class AblationConfig(TableConfig):
     quick={
         **QUICK,
         "workloads": ["three-modal"],
-        "variants": ["default", "pooled (no app tags)", "index=bruteforce"],
+        "variants": ["default", "pooled (no app tags)", "index=hull"],
     },
 )
 def ablation(cfg: AblationConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
