@@ -9,10 +9,12 @@ import httpx
 import pytest
 
 from kairos.orloj.runtime.calibrate import CalibrationConfig
+from kairos.orloj.runtime.cli import served_options
 from kairos.orloj.runtime.dispatcher import Dispatcher
 from kairos.orloj.runtime.executor import ThreadExecutor
 from kairos.orloj.runtime.models import EarlyExitCNN
 from kairos.orloj.runtime.server import RuntimeSettings, create_app
+from kairos.orloj.speed import MAX_FACTOR, MIN_FACTOR
 from kairos.orloj.systems import make_system
 from kairos.runtime.http import BackgroundServer
 
@@ -27,7 +29,8 @@ def server() -> Iterator[tuple[str, Dispatcher]]:
     model = EarlyExitCNN(stage_blocks=(2, 4, 4, 12))
     worker = ThreadExecutor(model, warm_sizes=SIZES)
     cal = worker.calibrate(CalibrationConfig(batch_sizes=SIZES, solo_runs=3, batch_reps=1))
-    policy = make_system("orloj", model=cal.batch_model, slo_ms=100.0, sizes=SIZES)
+    options = served_options("orloj", {})  # as `kairos orloj serve` runs it
+    policy = make_system("orloj", model=cal.batch_model, slo_ms=100.0, sizes=SIZES, options=options)
     d = Dispatcher(policy, model, worker, offline=cal.app_profile(APPS, 100), max_open=4)
     settings = RuntimeSettings(api_key=KEY, max_body_bytes=2048, max_open=4, retry_after_s=2)
     with BackgroundServer(create_app(d, APPS, settings, {"calibration": cal.check()})) as srv:
@@ -155,6 +158,7 @@ def test_stats_health_and_metrics(server: tuple[str, Dispatcher]) -> None:
     assert stats["ended"] == sum(stats["outcomes"].values()) >= 1
     assert stats["apps"] == ["easy", "hard"] and "within_tolerance" in stats["calibration"]
     assert 0.0 <= stats["finish_rate"] <= 1.0 and stats["batches"] >= 1
+    assert MIN_FACTOR <= stats["speed_factor"] <= MAX_FACTOR  # the served Orloj's feedback
     health = httpx.get(url + "/health")
     assert health.status_code == 200 and health.json()["status"] == "ok"
     text = httpx.get(url + "/metrics").text
@@ -163,6 +167,7 @@ def test_stats_health_and_metrics(server: tuple[str, Dispatcher]) -> None:
         "batches_total",
         "finish_rate",
         "scheduler_cpu_seconds_total",
+        "speed_factor",
         'http_requests_total{code="400"}',
     ):
         assert f"kairos_orloj_{name}" in text, name

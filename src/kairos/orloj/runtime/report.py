@@ -16,6 +16,7 @@ import numpy as np
 
 from kairos.orloj.policy import Outcome
 from kairos.orloj.runtime.dispatcher import Dispatcher
+from kairos.orloj.speed import SpeedTracker
 from kairos.runtime.prometheus import Exposition
 
 PREFIX = "kairos_orloj_"
@@ -36,6 +37,12 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
     return value
+
+
+def speed_factor(d: Dispatcher) -> float | None:
+    """Orloj's speed feedback: what it scales g_k by now (None: the policy has none)."""
+    tracker = getattr(d.policy, "speed", None)
+    return tracker.factor if isinstance(tracker, SpeedTracker) else None
 
 
 def summary(d: Dispatcher) -> dict[str, Any]:
@@ -63,6 +70,7 @@ def summary(d: Dispatcher) -> dict[str, Any]:
         "mean_batch_size": s.batched_requests / s.batches if s.batches else 0.0,
         "utilisation": min(1.0, s.busy_ms / up_ms) if up_ms > 0 else 0.0,
         "drift": s.busy_ms / s.predicted_ms if s.predicted_ms > 0 else math.nan,
+        "speed_factor": speed_factor(d),
         "scheduler_iterations": s.decisions,
         "scheduler_cpu_us_mean": float(cpu.mean()) if cpu.size else 0.0,
         "scheduler_cpu_us_p99": float(np.percentile(cpu, 99)) if cpu.size else 0.0,
@@ -95,6 +103,9 @@ def render_metrics(d: Dispatcher, http_responses: Counter[int]) -> str:
         "The calibrated g_k for the same batches (drift = the ratio to busy_seconds).",
         s.predicted_ms / 1e3,
     )
+    factor = speed_factor(d)
+    if factor is not None:
+        out.gauge("speed_factor", "What Orloj's speed feedback scales g_k by now.", factor)
     out.counter("scheduler_iterations", "Calls of the policy's next_batch.", s.decisions)
     out.counter("scheduler_cpu_seconds", "CPU time spent in next_batch.", s.decide_cpu_total_s)
     p = d.profiler.stats
