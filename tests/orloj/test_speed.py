@@ -15,9 +15,15 @@ from hypothesis import strategies as st
 from kairos.experiments import ExperimentContext, get_experiment
 from kairos.orloj.batchdist import BatchLatencyModel, expected_max
 from kairos.orloj.policy import ProfileSnapshot, Request
-from kairos.orloj.runtime.cli import served_options
 from kairos.orloj.scheduler import OrlojPolicy
-from kairos.orloj.speed import MAX_FACTOR, MIN_FACTOR, SERVED_SPEED_WINDOW, STALL, SpeedTracker
+from kairos.orloj.speed import (
+    MAX_FACTOR,
+    MIN_FACTOR,
+    SERVED_SPEED_WINDOW,
+    STALL,
+    SpeedTracker,
+    served_options,
+)
 
 APPS = {"a": (5.0, 15.0), "b": (40.0, 60.0)}
 _IDS = itertools.count()  # request ids, unique across the tests' policies

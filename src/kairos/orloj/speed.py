@@ -15,10 +15,18 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
+from typing import Any
 
 SERVED_SPEED_WINDOW = 20  # batches: what `kairos orloj serve` runs Orloj with
 MIN_FACTOR, MAX_FACTOR = 0.25, 4.0  # the factor's range
 STALL = 4.0  # one batch counts as at most this many times what it was expected to take
+
+
+def served_options(policy: str, given: Mapping[str, Any]) -> dict[str, Any]:
+    """A served Orloj follows the machine's speed unless told otherwise (`given` wins)."""
+    defaults = {"speed_window": SERVED_SPEED_WINDOW} if policy == "orloj" else {}
+    return defaults | dict(given)
 
 
 class SpeedTracker:

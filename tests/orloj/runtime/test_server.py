@@ -9,12 +9,11 @@ import httpx
 import pytest
 
 from kairos.orloj.runtime.calibrate import CalibrationConfig
-from kairos.orloj.runtime.cli import served_options
 from kairos.orloj.runtime.dispatcher import Dispatcher
 from kairos.orloj.runtime.executor import ThreadExecutor
 from kairos.orloj.runtime.models import EarlyExitCNN
 from kairos.orloj.runtime.server import RuntimeSettings, create_app
-from kairos.orloj.speed import MAX_FACTOR, MIN_FACTOR
+from kairos.orloj.speed import MAX_FACTOR, MIN_FACTOR, served_options
 from kairos.orloj.systems import make_system
 from kairos.runtime.http import BackgroundServer
 

@@ -35,14 +35,6 @@ AppsOpt = Annotated[
 ]
 
 
-def served_options(policy: str, given: dict[str, Any]) -> dict[str, Any]:
-    """A served Orloj follows the machine's speed (kairos.orloj.speed) unless told otherwise."""
-    from kairos.orloj.speed import SERVED_SPEED_WINDOW
-
-    defaults = {"speed_window": SERVED_SPEED_WINDOW} if policy == "orloj" else {}
-    return defaults | given
-
-
 def _sizes(text: str) -> tuple[int, ...]:
     try:
         return tuple(int(s) for s in text.split(","))
@@ -160,6 +152,7 @@ def register(group: typer.Typer) -> None:
         from kairos.orloj.runtime.process import ProcessExecutor
         from kairos.orloj.runtime.profiler import Profiler
         from kairos.orloj.runtime.server import RuntimeSettings, create_app
+        from kairos.orloj.speed import served_options
         from kairos.orloj.systems import make_system
         from kairos.runtime.http import run_server
 
