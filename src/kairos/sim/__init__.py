@@ -1,10 +1,24 @@
-"""The kernel: a deterministic event loop, clocks, and seeded random streams.
+"""The kernel: a deterministic event loop, clocks (timer services), and seeded random streams.
 
-Every simulator in kairos runs on these three pieces and nothing else lives here.
+Time is in seconds. Every simulator and every runtime driver in kairos runs on these pieces,
+and nothing else lives here.
 """
 
-from kairos.sim.clock import Clock, SimClock, WallClock
+from kairos.sim.clock import AsyncioClock, Clock, SimClock, Timers, WallClock
 from kairos.sim.event_loop import EventHandle, EventLoop
 from kairos.sim.rng import RngStreams
+from kairos.sim.virtual import VirtualTimeError, VirtualTimeLoop, run_virtual
 
-__all__ = ["Clock", "EventHandle", "EventLoop", "RngStreams", "SimClock", "WallClock"]
+__all__ = [
+    "AsyncioClock",
+    "Clock",
+    "EventHandle",
+    "EventLoop",
+    "RngStreams",
+    "SimClock",
+    "Timers",
+    "VirtualTimeError",
+    "VirtualTimeLoop",
+    "WallClock",
+    "run_virtual",
+]
