@@ -52,11 +52,11 @@ def register(group: typer.Typer) -> None:
         """Simulate one policy on one workload and print QoE, TTFT, TDS and queue statistics."""
         import numpy as np
 
-        from kairos.andes.experiments.workload import SimPoint, build_trace
         from kairos.andes.latency import load_profile
         from kairos.andes.policies.registry import make_policy
         from kairos.andes.qoe import sample_speeds
         from kairos.andes.simulator import simulate
+        from kairos.andes.workload import SimPoint, build_trace
         from kairos.report import print_table, save_line_plot, write_result
         from kairos.workloads import TraceFormatError, read_trace
 
@@ -131,7 +131,7 @@ def register(group: typer.Typer) -> None:
         """Highest load (burst req/s) that keeps average QoE at or above TARGET, per policy."""
         from kairos.andes.capacity import capacity
         from kairos.andes.experiments.common import policy_sweep
-        from kairos.andes.experiments.workload import SimPoint, base_rate
+        from kairos.andes.workload import SimPoint, base_rate
         from kairos.experiments import ExperimentContext
         from kairos.report import print_table
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Literal, Protocol
 
 import numpy as np
 from pydantic import ValidationError
@@ -30,8 +31,55 @@ from pydantic import ValidationError
 from kairos.sim import RngStreams
 from kairos.workloads import Trace
 
-if TYPE_CHECKING:
-    from kairos.andes.client.bench import BenchConfig
+
+class WorkloadOptions(Protocol):
+    """What building a workload reads of a `bench.BenchConfig`.
+
+    Declared here rather than importing `BenchConfig`, since `bench` imports this module.
+    """
+
+    @property
+    def workload(self) -> str: ...
+    @property
+    def trace(self) -> Path | None: ...
+    @property
+    def rate(self) -> float | None: ...
+    @property
+    def time_scale(self) -> float | None: ...
+    @property
+    def intensity(self) -> float: ...
+    @property
+    def burst_duration(self) -> float: ...
+    @property
+    def cycle_s(self) -> float | None: ...
+    @property
+    def duration_s(self) -> float | None: ...
+    @property
+    def trace_start_s(self) -> float: ...
+    @property
+    def num_requests(self) -> int | None: ...
+    @property
+    def dataset(self) -> Literal["sharegpt", "arxiv", "coding", "azure"]: ...
+    @property
+    def prompt_scale(self) -> float: ...
+    @property
+    def output_scale(self) -> float: ...
+    @property
+    def max_prompt_tokens(self) -> int | None: ...
+    @property
+    def max_output_tokens(self) -> int | None: ...
+    @property
+    def chars_per_token(self) -> float: ...
+    @property
+    def profile(self) -> Literal["reader", "listener"]: ...
+    @property
+    def prefill_tokens_per_s(self) -> float: ...
+    @property
+    def qoe_ttft_s(self) -> float | None: ...
+    @property
+    def qoe_tokens_per_s(self) -> float | None: ...
+    @property
+    def seed(self) -> int: ...
 
 
 class BenchError(RuntimeError):
@@ -60,10 +108,11 @@ def synth_prompt(tokens: int, chars_per_token: float, rng: np.random.Generator) 
     return text.tobytes().decode("ascii")
 
 
-def _trace_and_speeds(cfg: BenchConfig) -> tuple[Trace, np.ndarray]:
-    from kairos.andes.experiments.workload import SimPoint, build_trace, shared_data
+def _trace_and_speeds(cfg: WorkloadOptions) -> tuple[Trace, np.ndarray]:
     from kairos.andes.qoe import sample_speeds
+    from kairos.andes.workload import SimPoint, build_trace
     from kairos.workloads import read_azure_csv, read_burstgpt_csv
+    from kairos.workloads.shared import shared_data
 
     if cfg.workload in ("cyclic", "poisson"):
         rate = cfg.rate or 1.0
@@ -99,7 +148,7 @@ def _clip(values: np.ndarray, scale: float, cap: int | None) -> np.ndarray:
     return np.minimum(out, cap) if cap is not None else out
 
 
-def build_workload(cfg: BenchConfig) -> list[BenchRequest]:
+def build_workload(cfg: WorkloadOptions) -> list[BenchRequest]:
     """The requests of a run, deterministic for the config's seed."""
     from kairos.andes.qoe import ttft_target
     from kairos.workloads import TraceFormatError

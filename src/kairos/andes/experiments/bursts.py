@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+import kairos.andes.experiments.paper as paper
 from kairos.andes.capacity import capacity
-from kairos.andes.experiments import paper
 from kairos.andes.experiments.common import BASELINES, plot_metric, policy_sweep, publish
 from kairos.andes.experiments.workload import SimPoint, base_rate
 from kairos.andes.latency import DEFAULT_PROFILE, PROFILES

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from kairos.andes.experiments import paper
+import kairos.andes.experiments.paper as paper
 from kairos.andes.experiments.common import plot_metric, policy_sweep, publish
 from kairos.andes.experiments.workload import SimPoint, run_point
 from kairos.andes.latency import DEFAULT_PROFILE

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import Field
 
+import kairos.orloj.experiments.paper as paper
 from kairos.experiments import ExperimentContext, experiment
-from kairos.orloj.experiments import paper
 from kairos.orloj.experiments.tables import (
     TableConfig,
     publish_sweep,

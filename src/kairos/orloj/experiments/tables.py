@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+import kairos.orloj.experiments.paper as paper
 from kairos.experiments import ExperimentContext
 from kairos.orloj.arrivals import ArrivalKind
-from kairos.orloj.experiments import paper
 from kairos.orloj.experiments.point import SimPoint, run_point
 from kairos.orloj.systems import PAPER_SYSTEMS
 from kairos.report import print_table, save_line_plot, write_result

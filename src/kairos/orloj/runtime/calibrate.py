@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kairos.orloj.batchdist import BatchLatencyModel, FitForm, fit_batch_model
 from kairos.orloj.policy import Batch
-from kairos.orloj.runtime.executor import configure_threads, perf_ms, timed_run, warm_up
+from kairos.orloj.runtime.forward import configure_threads, perf_ms, timed_run, warm_up
 from kairos.orloj.runtime.models import ServedModel
 
 Progress = Callable[[str], None]

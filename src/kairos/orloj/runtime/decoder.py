@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, create_model
 from torch import nn
 from torch.nn import functional as F
 
-from kairos.orloj.runtime.models import _STRICT, ModelKind, ServedModel
+from kairos.orloj.runtime.served import STRICT, ModelKind, ServedModel
 
 
 class _Layer(nn.Module):
@@ -92,7 +92,7 @@ class TinyDecoder(ServedModel):
         token = Annotated[int, Field(ge=0, lt=vocab)]
         self.input_schema = create_model(
             "DecoderInput",
-            __config__=_STRICT,
+            __config__=STRICT,
             tokens=(list[token], Field(min_length=1, max_length=max_prompt)),
             n_new=(int, Field(ge=1, le=max_new, description="tokens to generate")),
         )

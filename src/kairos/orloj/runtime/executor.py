@@ -21,26 +21,22 @@ box the other core is left to the frontend) after a warm-up of every batch size.
 
 from __future__ import annotations
 
-import logging
 import math
 import threading
-import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import torch
 from pydantic import BaseModel
 
 from kairos.orloj.policy import Batch, Request
+from kairos.orloj.runtime.forward import JobResult, configure_threads, execute, warm_up
 from kairos.orloj.runtime.models import ServedModel
 from kairos.sim.clock import WallClock
 
 if TYPE_CHECKING:
     from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -70,58 +66,6 @@ class SoloRun:
 
 
 Delivery = Callable[[BatchRun | SoloRun], None]
-
-
-def configure_threads(threads: int, flush_denormal: bool = False) -> None:
-    """Intra-op threads (torch's setting is per process) and, only in a worker process of its
-    own, no slow denormals (flush-to-zero is process-global CPU state: in a shared process it
-    would change every other library's floating point)."""
-    torch.set_num_threads(threads)
-    if flush_denormal:
-        torch.set_flush_denormal(True)
-
-
-def perf_ms() -> float:
-    return time.perf_counter() * 1e3
-
-
-def timed_run(
-    model: ServedModel, xs: Sequence[BaseModel], clock_ms: Callable[[], float]
-) -> tuple[list[dict[str, Any]], float, float]:
-    """Run one batch; (outputs, start, end) on `clock_ms`, device work included."""
-    start = clock_ms()
-    outputs = model.run(xs)
-    model.synchronize()
-    return outputs, start, clock_ms()
-
-
-def warm_up(model: ServedModel, sizes: Iterable[int]) -> None:
-    """Run every input class alone and the costliest class at every batch size once, so lazy
-    allocations and kernel selection do not land on the first real requests."""
-    classes = list(model.classes().values())
-    for x in classes:
-        model.run([x])
-    for k in sizes:
-        model.run([classes[-1]] * k)
-    model.synchronize()
-
-
-# One job, run where the model lives: (start, end, outputs, rejected, error).
-JobResult = tuple[float, float, list[dict[str, Any]] | None, bool, str | None]
-
-
-def execute(
-    model: ServedModel, xs: Sequence[BaseModel], latest: float | None, clock_ms: Callable[[], float]
-) -> JobResult:
-    now = clock_ms()
-    if latest is not None and now > latest:
-        return now, now, None, True, None
-    try:
-        outputs, start, end = timed_run(model, xs, clock_ms)
-    except Exception as exc:
-        log.exception("a batch of %d failed", len(xs))
-        return now, clock_ms(), None, False, f"{type(exc).__name__}: {exc}"
-    return start, end, outputs, False, None
 
 
 class Executor(ABC):

@@ -19,9 +19,8 @@ calibration grid and the building blocks of applications) and runs a batch of in
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,57 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 from torch.nn import functional as F
 
-ModelKind = Literal["early-exit", "decoder", "static"]
+from kairos.orloj.runtime.served import STRICT, ModelKind, ServedModel
+
 MODEL_KINDS: tuple[ModelKind, ...] = ("early-exit", "decoder", "static")
-_STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class ServedModel(ABC):
-    """What the executor runs: validation, input classes, and a batched forward pass."""
-
-    kind: ModelKind
-    input_schema: type[BaseModel]
-    spec: ModelSpec | None = None  # set by `ModelSpec.build`; a worker process needs it
-
-    def __init__(self, module: nn.Module, device: str) -> None:
-        self.device = torch.device(device)
-        self.module = module.to(self.device).eval()
-
-    def parse(self, raw: Mapping[str, Any]) -> BaseModel:
-        """A validated input (raises pydantic's ValidationError naming the field)."""
-        return self.input_schema.model_validate(raw)
-
-    @abstractmethod
-    def classes(self) -> dict[str, BaseModel]:
-        """Input classes by key, cheapest first: inputs of a class cost the same (the
-        calibration grid); the last one is the most expensive (used to warm up)."""
-
-    @abstractmethod
-    def class_of(self, x: BaseModel) -> str:
-        """The class key of an input (for the warm-start profile)."""
-
-    @abstractmethod
-    def default_apps(self) -> dict[str, tuple[str, ...]]:
-        """Applications (name -> input classes, drawn uniformly): a multimodal mixture."""
-
-    @abstractmethod
-    def random_input(self, cls: str, rng: np.random.Generator) -> dict[str, Any]:
-        """A JSON `input` of class `cls` (what a recorded trace holds)."""
-
-    @abstractmethod
-    def _forward(self, xs: Sequence[Any]) -> list[dict[str, Any]]: ...
-
-    def run(self, xs: Sequence[BaseModel]) -> list[dict[str, Any]]:
-        """One batch, under `inference_mode`; one JSON-able output per input, in order."""
-        if not xs:
-            raise ValueError("a batch needs at least one input")
-        with torch.inference_mode():
-            return self._forward(xs)
-
-    def synchronize(self) -> None:
-        """Wait for queued device work (so wall-clock timing covers it on a GPU)."""
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
 
 
 def _image(seed: int, shape: tuple[int, ...]) -> torch.Tensor:
@@ -110,7 +61,7 @@ class _Block(nn.Module):
 
 # -- early-exit CNN ----------------------------------------------------------------------------
 class EarlyExitInput(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
     exit: int = Field(ge=1, le=4, description="exit stage, 1 (shallowest) to 4 (deepest)")
     seed: int = Field(0, ge=0, lt=2**31, description="seed of the random input image")
 
@@ -179,7 +130,7 @@ class EarlyExitCNN(ServedModel):
 
 # -- static CNN --------------------------------------------------------------------------------
 class StaticInput(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
     seed: int = Field(0, ge=0, lt=2**31, description="seed of the random input image")
 
 

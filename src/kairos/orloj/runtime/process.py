@@ -24,7 +24,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig, calibrate
-from kairos.orloj.runtime.executor import Executor, configure_threads, execute, warm_up
+from kairos.orloj.runtime.executor import Executor
+from kairos.orloj.runtime.forward import configure_threads, execute, warm_up
 from kairos.orloj.runtime.models import ModelSpec, ServedModel
 from kairos.sim.clock import WallClock
 

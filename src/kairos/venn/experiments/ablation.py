@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+import kairos.venn.experiments.paper as paper
 from kairos.experiments import ExperimentContext, experiment
 from kairos.report import save_line_plot
-from kairos.venn.experiments import paper
 from kairos.venn.experiments.common import FULL_SEEDS, publish, run_grid, speedups
 from kairos.venn.experiments.point import VennPoint
 

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+import kairos.venn.experiments.paper as paper
 from kairos.experiments import ExperimentContext, experiment
 from kairos.report import save_line_plot
-from kairos.venn.experiments import paper
 from kairos.venn.experiments.common import publish
 from kairos.venn.ilp import solve_irs_ilp
 from kairos.venn.policies import make_policy

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+import kairos.venn.experiments.paper as paper
 from kairos.experiments import ExperimentContext, experiment
 from kairos.report import print_table
-from kairos.venn.experiments import paper
 from kairos.venn.experiments.common import (
     BASELINES,
     FULL_SEEDS,
