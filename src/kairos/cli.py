@@ -1,7 +1,12 @@
-"""The `kairos` command: one sub-command group per system, plus shared workload tools."""
+"""The `kairos` command: one sub-command group per system, plus shared workload tools.
+
+Systems are not imported here: each declares a `kairos.systems.System` under the
+`kairos.systems` entry point group, and this module adds what they declare.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +17,7 @@ import kairos
 from kairos.cli_utils import parse_assignments
 from kairos.experiments import ExperimentContext, get_experiment, list_experiments
 from kairos.report import print_table, write_result
+from kairos.systems import System, installed
 
 console = Console()
 app = typer.Typer(
@@ -21,14 +27,8 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 
-SYSTEMS: dict[str, str] = {
-    "andes": "QoE-aware LLM text-streaming serving (token-level preemptive scheduler + pacer).",
-    "orloj": "Serving dynamic DNNs by latency distributions under SLOs.",
-    "salus": "Many DL jobs sharing one GPU: iteration-granularity switching, memory lanes.",
-    "fluid": "Hyperparameter-tuning execution engine that packs and scales trials over GPUs.",
-    "auxo": "Federated learning that clusters clients into cohorts.",
-    "venn": "A resource manager sharing edge devices among many federated-learning jobs.",
-}
+# Each installed system's one-line description, by name.
+SYSTEMS: dict[str, str] = {name: system.help for name, system in installed().items()}
 
 
 def _version(value: bool) -> None:
@@ -46,9 +46,10 @@ def main(
     """kairos: application-aware schedulers for machine-learning systems."""
 
 
-def system_group(system: str) -> typer.Typer:
-    """A system's command group with the shared `experiment` and `experiments` commands."""
-    group = typer.Typer(help=SYSTEMS[system], no_args_is_help=True)
+def system_group(system: str, description: str | None = None) -> typer.Typer:
+    """A system's command group with the shared `experiment` and `experiments` commands (the
+    system's own commands are added by its `System.register` functions)."""
+    group = typer.Typer(help=description or SYSTEMS.get(system, ""), no_args_is_help=True)
 
     @group.command("experiments")
     def experiments_cmd() -> None:
@@ -151,31 +152,22 @@ def trace_describe(
 app.add_typer(trace_app, name="trace")
 
 
-def _register_andes_runtime() -> None:
-    """`kairos serve` and `kairos bench`: the Andes serving stack's top-level commands."""
-    from kairos.andes.client.bench_cli import bench_command
-    from kairos.andes.serve_cli import serve_command
-
-    app.command("serve")(serve_command)
-    app.command("bench")(bench_command)
-
-
-_register_andes_runtime()
-
-
-def _register_systems() -> None:
-    from kairos.andes.cli import register as register_andes
-    from kairos.orloj.cli import register as register_orloj
-    from kairos.orloj.runtime.cli import register as register_orloj_runtime
-    from kairos.venn.service.cli import register as register_venn_service
-
-    groups = {s: system_group(s) for s in SYSTEMS}
-    register_andes(groups["andes"])
-    register_orloj(groups["orloj"])
-    register_orloj_runtime(groups["orloj"])
-    register_venn_service(groups["venn"])
-    for system, group in groups.items():
-        app.add_typer(group, name=system)
+def add_systems(root: typer.Typer, systems: Mapping[str, System]) -> None:
+    """Each system's group (`kairos <name>`) and its root commands (such as `kairos serve`)."""
+    taken = {"trace": "the shared layer"}
+    for name, spec in systems.items():
+        for command in [*spec.commands, name]:
+            if command in taken:
+                raise RuntimeError(
+                    f"system {name!r} adds `kairos {command}`, which {taken[command]} adds too"
+                )
+            taken[command] = f"system {name!r}"
+        for command, fn in spec.commands.items():
+            root.command(command)(fn)
+        group = system_group(name, spec.help)
+        for register in spec.register:
+            register(group)
+        root.add_typer(group, name=name)
 
 
-_register_systems()
+add_systems(app, installed())

@@ -1,5 +1,6 @@
 """`kairos andes ...`: ad-hoc simulations and capacity search (experiments come from the shared
-`experiment` command)."""
+`experiment` command), and `SYSTEM`, what Andes adds to `kairos` (its `kairos.systems` entry
+point): this group, the experiments, and the serving stack's `kairos serve` and `kairos bench`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from kairos.andes.client.bench_cli import bench_command
+from kairos.andes.serve_cli import serve_command
 from kairos.cli_utils import parse_assignments
+from kairos.systems import System
 
 console = Console()
 
@@ -200,3 +204,12 @@ def register(group: typer.Typer) -> None:
         print_table(rows, title=f"decode iterations, {engine.model_name} on {engine.device}")
         err = float(abs(fitted - dec[:, 2]).mean() / dec[:, 2].mean())
         console.print(f"mean relative fit error {err:.1%}; profile written to {out}")
+
+
+SYSTEM = System(
+    name="andes",
+    help="QoE-aware LLM text-streaming serving (token-level preemptive scheduler + pacer).",
+    register=(register,),
+    commands={"serve": serve_command, "bench": bench_command},
+    experiments="kairos.andes.experiments",
+)

@@ -2,7 +2,8 @@
 
 An experiment is a pydantic config (its fields are the knobs, `quick` among them) and a run
 function that receives the config and an `ExperimentContext` (where to write, how to sweep).
-Systems register theirs with the `@experiment` decorator when their module is imported.
+Systems register theirs with the `@experiment` decorator when their module is imported; which
+module that is, each system says in its `kairos.systems` entry point (`kairos.systems.System`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from kairos.experiments.sweep import C, PointFn, Sweep
+from kairos.systems import installed
 
 
 @dataclass
@@ -59,12 +61,6 @@ class Experiment:
 
 
 _REGISTRY: dict[tuple[str, str], Experiment] = {}
-# Modules that register experiments, imported lazily so `kairos --help` stays fast.
-EXPERIMENT_MODULES: dict[str, str] = {
-    "andes": "kairos.andes.experiments",
-    "orloj": "kairos.orloj.experiments",
-    "venn": "kairos.venn.experiments",
-}
 
 
 def experiment(
@@ -84,9 +80,11 @@ def experiment(
 
 
 def _load(system: str) -> None:
-    module = EXPERIMENT_MODULES.get(system)
-    if module:
-        importlib.import_module(module)
+    """Import the module that registers the system's experiments, as its `kairos.systems` entry
+    point names it; lazily, so `kairos --help` stays fast."""
+    spec = installed().get(system)
+    if spec is not None and spec.experiments:
+        importlib.import_module(spec.experiments)
 
 
 def list_experiments(system: str) -> list[Experiment]:

@@ -1,5 +1,6 @@
 """`kairos orloj ...`: ad-hoc simulations and the workload catalogue (experiments come from the
-shared `experiment` command)."""
+shared `experiment` command), and `SYSTEM`, what Orloj adds to `kairos` (its `kairos.systems`
+entry point): this group with the real runtime's commands, and the experiments."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import typer
 from rich.console import Console
 
 from kairos.cli_utils import parse_assignments
+from kairos.orloj.runtime.cli import register as register_runtime
+from kairos.systems import System
 
 console = Console()
 
@@ -126,3 +129,11 @@ def register(group: typer.Typer) -> None:
         print_table(
             [{"app": a, "finish_rate": v} for a, v in by_app.items()], title="by application"
         )
+
+
+SYSTEM = System(
+    name="orloj",
+    help="Serving dynamic DNNs by latency distributions under SLOs.",
+    register=(register, register_runtime),
+    experiments="kairos.orloj.experiments",
+)
