@@ -1,70 +1,109 @@
-"""The Prometheus text exposition format (version 0.0.4), without a client library.
+"""`/metrics` through prometheus-client: one collector and one registry per server.
 
-Each server renders one consistent snapshot of its state per scrape with an `Exposition`:
-`HELP` and `TYPE` lines per family, then its samples, every name under one prefix
-(`kairos_andes_`, `kairos_orloj_`, ...).
+A server's numbers (engine stats, dispatcher counters, the service's tables) move while a
+scrape is written, so each server has a `SnapshotCollector` that reads them once per scrape, in
+`collect()`, and builds every family from that one reading: a scrape never mixes two moments.
+Each server registers it in its own `CollectorRegistry`, never the process-wide default one, so
+several servers in one process (the tests start many) do not clash over names. Every name sits
+under one prefix per system (`kairos_andes_`, `kairos_orloj_`, `kairos_venn_`).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from typing import Literal
 
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+# `generate_latest` writes the classic text format, version 0.0.4: say so to the scraper (newer
+# prometheus-client releases call 1.0.0 "latest", which would promise a scraper another format).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
-Sample = tuple[str, Mapping[str, str], float]  # (name suffix, labels, value)
+__all__ = ["CONTENT_TYPE", "Families", "SnapshotCollector", "exposition", "registry_for"]
 
 
-def format_value(x: float) -> str:
-    if isinstance(x, bool):
-        return str(int(x))
-    if isinstance(x, int):
-        return str(x)
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "+Inf" if x > 0 else "-Inf"
-    return repr(float(x))
+class Families:
+    """The metric families of one scrape, every name under `prefix`.
 
-
-def format_labels(labels: Mapping[str, str]) -> str:
-    if not labels:
-        return ""
-    esc = {
-        k: v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        for k, v in labels.items()
-    }
-    return "{" + ",".join(f'{k}="{v}"' for k, v in esc.items()) + "}"
-
-
-class Exposition:
-    """Collects metric families under `prefix`; `text()` is the body of one scrape."""
+    prometheus-client adds a counter's `_total` suffix itself, so counters are named here
+    without it (`iterations` is exposed as `<prefix>iterations_total`).
+    """
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
-        self.lines: list[str] = []
+        self.metrics: list[Metric] = []
 
-    def family(self, name: str, kind: str, help_text: str, samples: Iterable[Sample]) -> None:
-        """HELP and TYPE lines, then one line per (suffix, labels, value) sample."""
-        full = self.prefix + name
-        self.lines += [f"# HELP {full} {help_text}", f"# TYPE {full} {kind}"]
-        self.lines += [
-            f"{full}{suffix}{format_labels(labels)} {format_value(v)}"
-            for suffix, labels, v in samples
-        ]
+    def __iter__(self) -> Iterator[Metric]:
+        return iter(self.metrics)
 
     def gauge(self, name: str, help_text: str, value: float) -> None:
-        self.family(name, "gauge", help_text, [("", {}, value)])
+        self.metrics.append(GaugeMetricFamily(self.prefix + name, help_text, value=value))
 
     def counter(self, name: str, help_text: str, value: float) -> None:
-        self.family(name, "counter", help_text, [("_total", {}, value)])
+        self.metrics.append(CounterMetricFamily(self.prefix + name, help_text, value=value))
 
     def labelled(
-        self, name: str, kind: str, help_text: str, label: str, values: Mapping[str, float]
+        self,
+        name: str,
+        kind: Literal["counter", "gauge"],
+        help_text: str,
+        label: str,
+        values: Mapping[str, float],
     ) -> None:
-        """One sample per label value (counters get the `_total` suffix)."""
-        suffix = "_total" if kind == "counter" else ""
-        self.family(name, kind, help_text, [(suffix, {label: k}, v) for k, v in values.items()])
+        """One sample per label value, e.g. HTTP answers by status code."""
+        cls = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+        family = cls(self.prefix + name, help_text, labels=[label])
+        for key, v in values.items():
+            family.add_metric([key], v)
+        self.metrics.append(family)
 
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
+    def summary(
+        self,
+        name: str,
+        help_text: str,
+        quantiles: Mapping[float, float],
+        total: float,
+        count: int,
+    ) -> None:
+        """A summary with precomputed quantiles (`SummaryMetricFamily` takes only sum and
+        count, so the quantile samples are added to a plain `Metric`)."""
+        full = self.prefix + name
+        family = Metric(full, help_text, "summary")
+        for q, v in quantiles.items():
+            family.add_sample(full, {"quantile": str(q)}, float(v))
+        family.add_sample(full + "_sum", {}, float(total))
+        family.add_sample(full + "_count", {}, float(count))
+        self.metrics.append(family)
+
+
+class SnapshotCollector(ABC):
+    """A server's collector: `snapshot` reads the server once and fills the families."""
+
+    prefix: str
+
+    def collect(self) -> Iterator[Metric]:
+        out = Families(self.prefix)
+        self.snapshot(out)
+        return iter(out)
+
+    def describe(self) -> list[Metric]:
+        """Nothing to declare up front: registering must not read a server not yet started."""
+        return []
+
+    @abstractmethod
+    def snapshot(self, out: Families) -> None:
+        """Read the server's state once and add every family to `out`."""
+
+
+def registry_for(collector: SnapshotCollector) -> CollectorRegistry:
+    """A registry of its own holding only `collector`."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> str:
+    """The body of one scrape."""
+    return generate_latest(registry).decode("utf-8")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import httpx
@@ -13,6 +12,7 @@ import kairos.andes.server.app as app_module
 from kairos.andes.server import BackgroundServer, ServerSettings, create_app
 from tests.andes.server.conftest import CHAT, Live, chat_body
 from tests.andes.server.fake_engine import FakeEngine
+from tests.scrape import scrape
 
 
 def test_non_streaming_chat_with_openai_client(live: Live) -> None:
@@ -77,41 +77,13 @@ def test_models_and_health(live: Live) -> None:
     assert health.status_code == 200 and health.json() == {"status": "ok"}
 
 
-_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
-_SAMPLE = re.compile(rf'^({_NAME})(\{{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*\}})? (\S+)$')
-
-
-def _parse_exposition(text: str) -> tuple[dict[str, str], dict[tuple[str, str], float]]:
-    """Parse Prometheus text line by line: TYPE per family, value per (name, labels)."""
-    types: dict[str, str] = {}
-    helps: set[str] = set()
-    samples: dict[tuple[str, str], float] = {}
-    assert text.endswith("\n")
-    for line in text.splitlines():
-        if line.startswith("# HELP "):
-            helps.add(line.split()[2])
-        elif line.startswith("# TYPE "):
-            _, _, name, kind = line.split()
-            assert kind in {"counter", "gauge", "summary", "histogram", "untyped"}
-            assert name in helps, f"TYPE before HELP for {name}"
-            types[name] = kind
-        else:
-            m = _SAMPLE.match(line)
-            assert m, f"not a sample line: {line!r}"
-            name, labels, value = m.group(1), m.group(2) or "", m.group(3)
-            family = re.sub(r"(_total|_sum|_count)$", "", name)
-            assert family in types or name in types, f"sample {name} has no TYPE line"
-            samples[(name, labels)] = float(value)  # also accepts NaN and +Inf
-    return types, samples
-
-
 def test_metrics_are_prometheus_text(live: Live) -> None:
     live.http.post(CHAT, json=chat_body())
     live.http.post(CHAT, json=chat_body(model="nope"))
     r = live.http.get("/metrics")
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/plain; version=0.0.4")
-    types, samples = _parse_exposition(r.text)
+    got = scrape(r.text)
     p = "kairos_andes_"
     for gauge in (
         "requests_running",
@@ -120,7 +92,7 @@ def test_metrics_are_prometheus_text(live: Live) -> None:
         "kv_cache_usage_ratio",
         "gpu_blocks_free",
     ):
-        assert types[p + gauge] == "gauge"
+        assert got.types[p + gauge] == "gauge"
     for counter in (
         "iterations",
         "preemptions",
@@ -128,27 +100,27 @@ def test_metrics_are_prometheus_text(live: Live) -> None:
         "requests_aborted",
         "http_requests",
     ):
-        assert types[p + counter] == "counter"
-    assert types[p + "qoe"] == "summary"
-    assert samples[(p + "kv_cache_usage_ratio", "")] == 0.25
-    assert samples[(p + "gpu_blocks_free", "")] == 48
-    assert samples[(p + "iterations_total", "")] == 42
-    assert samples[(p + "preemptions_total", "")] == 3
-    assert samples[(p + "requests_finished_total", "")] == 1
-    assert samples[(p + "http_requests_total", '{code="200"}')] >= 1
-    assert samples[(p + "http_requests_total", '{code="404"}')] == 1
+        assert got.types[p + counter] == "counter"
+    assert got.types[p + "qoe"] == "summary"
+    assert got.value(p + "kv_cache_usage_ratio") == 0.25
+    assert got.value(p + "gpu_blocks_free") == 48
+    assert got.value(p + "iterations_total") == 42
+    assert got.value(p + "preemptions_total") == 3
+    assert got.value(p + "requests_finished_total") == 1
+    assert got.value(p + "http_requests_total", code="200") >= 1
+    assert got.value(p + "http_requests_total", code="404") == 1
     qoe = (0.5, 0.9, 1.0, 1.0)  # the fake's window
-    assert samples[(p + "qoe", '{quantile="0.5"}')] == pytest.approx(0.95)
-    assert samples[(p + "qoe", '{quantile="0.99"}')] == pytest.approx(1.0)
-    assert samples[(p + "qoe_sum", "")] == pytest.approx(sum(qoe))
-    assert samples[(p + "qoe_count", "")] == len(qoe)
+    assert got.value(p + "qoe", quantile="0.5") == pytest.approx(0.95)
+    assert got.value(p + "qoe", quantile="0.99") == pytest.approx(1.0)
+    assert got.value(p + "qoe_sum") == pytest.approx(sum(qoe))
+    assert got.value(p + "qoe_count") == len(qoe)
 
 
 def test_metrics_with_no_finished_requests_report_nan_quantiles(live: Live) -> None:
     live.engine.qoe_window = ()
-    _, samples = _parse_exposition(live.http.get("/metrics").text)
-    assert math.isnan(samples[("kairos_andes_qoe", '{quantile="0.9"}')])
-    assert samples[("kairos_andes_qoe_count", "")] == 0
+    got = scrape(live.http.get("/metrics").text)
+    assert math.isnan(got.value("kairos_andes_qoe", quantile="0.9"))
+    assert got.value("kairos_andes_qoe_count") == 0
 
 
 def test_chat_page_and_static_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

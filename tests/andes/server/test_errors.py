@@ -13,6 +13,7 @@ import pytest
 
 from kairos.andes.server import ServerSettings
 from tests.andes.server.conftest import CHAT, COMPLETIONS, Live, Serve, assert_serves, chat_body
+from tests.scrape import scrape
 
 
 def _error(r: httpx.Response, status: int) -> dict[str, Any]:
@@ -186,8 +187,8 @@ def test_overload_is_429_with_retry_after(serve: Serve) -> None:
     assert err["code"] == "rate_limit_exceeded"
     live.engine.waiting = 7
     assert_serves(live)
-    metrics = live.http.get("/metrics").text
-    assert 'kairos_andes_http_requests_total{code="429"} 1' in metrics
+    metrics = scrape(live.http.get("/metrics").text)
+    assert metrics.value("kairos_andes_http_requests_total", code="429") == 1
 
 
 def test_unknown_route_and_method_answer_openai_errors(live: Live) -> None:

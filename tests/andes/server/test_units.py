@@ -9,10 +9,12 @@ from pydantic import ValidationError
 
 from kairos.andes.engine.api import EngineStats
 from kairos.andes.server.errors import validation_error
-from kairos.andes.server.prometheus import ServerCounters, render_metrics
+from kairos.andes.server.prometheus import AndesCollector, ServerCounters
 from kairos.andes.server.protocol import FIELD_NAMES, ChatCompletionRequest, CompletionRequest
 from kairos.andes.server.settings import ServerSettings
 from kairos.andes.server.streaming import ChunkFormat
+from kairos.runtime.prometheus import exposition, registry_for
+from tests.scrape import scrape
 
 
 def _stats(**kw: object) -> EngineStats:
@@ -24,21 +26,32 @@ def _stats(**kw: object) -> EngineStats:
     return EngineStats(**base)  # type: ignore[arg-type]
 
 
-def test_metrics_text_has_help_and_type_for_every_family() -> None:
+def test_metrics_have_help_and_type_for_every_family() -> None:
     counters = ServerCounters(http_responses=Counter({200: 3, 429: 1}), pending=2, in_flight=4)
-    text = render_metrics(_stats(), counters)
-    lines = text.splitlines()
-    families = [ln.split()[2] for ln in lines if ln.startswith("# TYPE")]
-    helps = [ln.split()[2] for ln in lines if ln.startswith("# HELP")]
-    assert families == helps and len(set(families)) == len(families)
-    assert all(f.startswith("kairos_andes_") for f in families)
-    assert "kairos_andes_requests_waiting 5" in lines
-    assert "kairos_andes_requests_pending 2" in lines
-    assert "kairos_andes_requests_in_flight 4" in lines
-    assert "kairos_andes_kv_cache_usage_ratio 0.5" in lines
-    assert 'kairos_andes_http_requests_total{code="429"} 1' in lines
-    assert 'kairos_andes_qoe{quantile="0.9"} 1.0' in lines
-    assert "kairos_andes_qoe_count 1" in lines
+    got = scrape(exposition(registry_for(AndesCollector(_stats, counters))))
+    assert set(got.types) == set(got.helps) and all(got.helps.values())
+    assert all(f.startswith("kairos_andes_") for f in got.types)
+    assert got.value("kairos_andes_requests_waiting") == 5
+    assert got.value("kairos_andes_requests_pending") == 2
+    assert got.value("kairos_andes_requests_in_flight") == 4
+    assert got.value("kairos_andes_kv_cache_usage_ratio") == 0.5
+    assert got.value("kairos_andes_http_requests_total", code="429") == 1
+    assert got.value("kairos_andes_qoe", quantile="0.9") == 1.0
+    assert got.value("kairos_andes_qoe_count") == 1
+
+
+def test_one_scrape_reads_the_engine_once() -> None:
+    """The collector reads one snapshot per scrape, so no scrape mixes two moments."""
+    calls: list[int] = []
+
+    def stats() -> EngineStats:
+        calls.append(1)
+        return _stats(waiting=len(calls))
+
+    registry = registry_for(AndesCollector(stats, ServerCounters()))
+    assert scrape(exposition(registry)).value("kairos_andes_requests_waiting") == 1
+    assert scrape(exposition(registry)).value("kairos_andes_requests_waiting") == 2
+    assert len(calls) == 2
 
 
 def test_chunk_shapes() -> None:

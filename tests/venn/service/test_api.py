@@ -15,6 +15,7 @@ from kairos.venn.manager import ResourceManager
 from kairos.venn.policies import make_policy
 from kairos.venn.service.app import ServiceSettings, create_app
 from kairos.venn.service.core import THRESHOLDS, accepted_atom, requirement_of
+from tests.scrape import scrape
 
 KEY = "s3cret"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -65,7 +66,7 @@ def test_round_trip_job_offer_result(url: str) -> None:
     late = _post(url, "/v1/results", {"device_id": "d1", "job_id": jid, "round": 0})
     assert late.status_code == 200 and late.json()["accepted"] is False
     metrics = httpx.get(url + "/metrics").text
-    assert "kairos_venn_rounds_completed_total 1" in metrics
+    assert scrape(metrics).value("kairos_venn_rounds_completed_total") == 1
 
 
 @pytest.mark.parametrize(

@@ -20,11 +20,12 @@ from fastapi.staticfiles import StaticFiles
 from kairos.andes.engine.api import EngineClient
 from kairos.andes.server.errors import APIError, install_error_handlers
 from kairos.andes.server.generation import GenerationHandler
-from kairos.andes.server.prometheus import CONTENT_TYPE, ServerCounters, render_metrics
+from kairos.andes.server.prometheus import CONTENT_TYPE, AndesCollector, ServerCounters
 from kairos.andes.server.protocol import ModelCard, ModelList
 from kairos.andes.server.settings import ServerSettings
 from kairos.runtime.auth import api_key_dependency
 from kairos.runtime.middleware import StatusCounter
+from kairos.runtime.prometheus import exposition, registry_for
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -46,6 +47,7 @@ def create_app(engine: EngineClient, settings: ServerSettings | None = None) -> 
     settings = settings or ServerSettings()
     counters = ServerCounters()
     generation = GenerationHandler(engine, settings, counters)
+    registry = registry_for(AndesCollector(engine.stats, counters))
     started = int(time.time())
 
     @asynccontextmanager
@@ -88,8 +90,7 @@ def create_app(engine: EngineClient, settings: ServerSettings | None = None) -> 
 
     @app.get("/metrics")
     async def metrics() -> PlainTextResponse:
-        text = render_metrics(engine.stats(), counters)
-        return PlainTextResponse(text, media_type=CONTENT_TYPE)
+        return PlainTextResponse(exposition(registry), media_type=CONTENT_TYPE)
 
     if settings.serve_static and STATIC_DIR.is_dir():
         _mount_static(app, STATIC_DIR)

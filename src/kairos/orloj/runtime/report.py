@@ -1,4 +1,5 @@
-"""What a running Orloj server reports: `/v1/stats` (JSON) and `/metrics` (Prometheus text).
+"""What a running Orloj server reports: `/v1/stats` (JSON) and `/metrics` (Prometheus, through
+prometheus-client).
 
 Both read one dispatcher at one moment. The headline is the paper's metric, the finish rate
 (requests that met their deadline / requests that ended); then what explains it: outcomes per
@@ -17,7 +18,7 @@ import numpy as np
 from kairos.orloj.policy import Outcome
 from kairos.orloj.runtime.dispatcher import Dispatcher
 from kairos.orloj.speed import SpeedTracker
-from kairos.runtime.prometheus import Exposition
+from kairos.runtime.prometheus import Families, SnapshotCollector
 
 PREFIX = "kairos_orloj_"
 OUTCOMES = tuple(o.value for o in Outcome)
@@ -79,44 +80,55 @@ def summary(d: Dispatcher) -> dict[str, Any]:
     }
 
 
-def render_metrics(d: Dispatcher, http_responses: Counter[int]) -> str:
-    """The `/metrics` body for one scrape."""
-    s, out = d.stats, Exposition(PREFIX)
-    out.labelled(
-        "requests",
-        "counter",
-        "Requests ended, by outcome.",
-        "outcome",
-        {o: s.outcomes[o] for o in OUTCOMES},
-    )
-    out.gauge("requests_open", "Requests accepted and not yet answered.", d.open_requests)
-    out.gauge("requests_pending", "Requests queued in the policy.", d.policy.pending())
-    out.gauge(
-        "finish_rate", "Requests that met their deadline / requests ended.", _rate(s.outcomes)
-    )
-    out.counter("batches", "Batches run by the worker.", s.batches)
-    out.counter("batches_rejected", "Batches the worker rejected (late start).", s.rejected_batches)
-    out.counter("batched_requests", "Requests run in batches.", s.batched_requests)
-    out.counter("busy_seconds", "Worker time spent running batches.", s.busy_ms / 1e3)
-    out.counter(
-        "predicted_busy_seconds",
-        "The calibrated g_k for the same batches (drift = the ratio to busy_seconds).",
-        s.predicted_ms / 1e3,
-    )
-    factor = speed_factor(d)
-    if factor is not None:
-        out.gauge("speed_factor", "What Orloj's speed feedback scales g_k by now.", factor)
-    out.counter("scheduler_iterations", "Calls of the policy's next_batch.", s.decisions)
-    out.counter("scheduler_cpu_seconds", "CPU time spent in next_batch.", s.decide_cpu_total_s)
-    p = d.profiler.stats
-    out.counter("profile_reruns", "Solo re-runs measured by the profiler.", p.reruns)
-    out.counter("profile_samples", "Solo latencies handed to the policy.", p.samples)
-    out.counter("profile_snapshots", "Profile snapshots handed to the policy.", p.snapshots)
-    out.labelled(
-        "http_requests",
-        "counter",
-        "HTTP responses by status code.",
-        "code",
-        {str(c): n for c, n in sorted(http_responses.items())},
-    )
-    return out.text()
+class OrlojCollector(SnapshotCollector):
+    """`/metrics`: reads the dispatcher, its policy and profiler and the HTTP counts once per
+    scrape."""
+
+    prefix = PREFIX
+
+    def __init__(self, dispatcher: Dispatcher, http_responses: Counter[int]) -> None:
+        self.dispatcher = dispatcher
+        self.http_responses = http_responses
+
+    def snapshot(self, out: Families) -> None:
+        d = self.dispatcher
+        s = d.stats
+        out.labelled(
+            "requests",
+            "counter",
+            "Requests ended, by outcome.",
+            "outcome",
+            {o: s.outcomes[o] for o in OUTCOMES},
+        )
+        out.gauge("requests_open", "Requests accepted and not yet answered.", d.open_requests)
+        out.gauge("requests_pending", "Requests queued in the policy.", d.policy.pending())
+        out.gauge(
+            "finish_rate", "Requests that met their deadline / requests ended.", _rate(s.outcomes)
+        )
+        out.counter("batches", "Batches run by the worker.", s.batches)
+        out.counter(
+            "batches_rejected", "Batches the worker rejected (late start).", s.rejected_batches
+        )
+        out.counter("batched_requests", "Requests run in batches.", s.batched_requests)
+        out.counter("busy_seconds", "Worker time spent running batches.", s.busy_ms / 1e3)
+        out.counter(
+            "predicted_busy_seconds",
+            "The calibrated g_k for the same batches (drift = the ratio to busy_seconds).",
+            s.predicted_ms / 1e3,
+        )
+        factor = speed_factor(d)
+        if factor is not None:
+            out.gauge("speed_factor", "What Orloj's speed feedback scales g_k by now.", factor)
+        out.counter("scheduler_iterations", "Calls of the policy's next_batch.", s.decisions)
+        out.counter("scheduler_cpu_seconds", "CPU time spent in next_batch.", s.decide_cpu_total_s)
+        p = d.profiler.stats
+        out.counter("profile_reruns", "Solo re-runs measured by the profiler.", p.reruns)
+        out.counter("profile_samples", "Solo latencies handed to the policy.", p.samples)
+        out.counter("profile_snapshots", "Profile snapshots handed to the policy.", p.snapshots)
+        out.labelled(
+            "http_requests",
+            "counter",
+            "HTTP responses by status code.",
+            "code",
+            {str(c): n for c, n in sorted(self.http_responses.items())},
+        )

@@ -28,13 +28,13 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kairos.orloj.runtime.dispatcher import Dispatcher, Overloaded, Unavailable
-from kairos.orloj.runtime.report import json_safe, render_metrics, summary
+from kairos.orloj.runtime.report import OrlojCollector, json_safe, summary
 from kairos.runtime.auth import api_key_dependency
 from kairos.runtime.disconnect import ClientGone
 from kairos.runtime.errors import APIError, install_error_handlers, strict_validation_error
 from kairos.runtime.json_body import read_json
 from kairos.runtime.middleware import CLIENT_CLOSED, StatusCounter
-from kairos.runtime.prometheus import CONTENT_TYPE
+from kairos.runtime.prometheus import CONTENT_TYPE, exposition, registry_for
 
 
 class RuntimeSettings(BaseModel):
@@ -83,6 +83,7 @@ def create_app(
     model = dispatcher.model
     known = frozenset(apps)
     http_counts: Counter[int] = Counter()
+    registry = registry_for(OrlojCollector(dispatcher, http_counts))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -184,7 +185,6 @@ def create_app(
 
     @app.get("/metrics")
     async def metrics() -> PlainTextResponse:
-        text = render_metrics(dispatcher, http_counts)
-        return PlainTextResponse(text, media_type=CONTENT_TYPE)
+        return PlainTextResponse(exposition(registry), media_type=CONTENT_TYPE)
 
     return app

@@ -28,8 +28,9 @@ from kairos.runtime.auth import api_key_dependency
 from kairos.runtime.errors import APIError, install_error_handlers, strict_validation_error
 from kairos.runtime.json_body import read_json
 from kairos.runtime.middleware import StatusCounter
-from kairos.runtime.prometheus import CONTENT_TYPE, Exposition
+from kairos.runtime.prometheus import CONTENT_TYPE, exposition, registry_for
 from kairos.venn.service.core import ServiceError, VennService
+from kairos.venn.service.metrics import VennCollector
 from kairos.venn.service.store import Store
 
 M = TypeVar("M", bound=BaseModel)
@@ -103,6 +104,7 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
     settings = settings or ServiceSettings()
     http_counts: Counter[int] = Counter()
     holder: dict[str, VennService] = {}
+    registry = registry_for(VennCollector(lambda: holder.get("svc"), http_counts))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -189,22 +191,7 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
 
     @app.get("/metrics")
     async def metrics() -> PlainTextResponse:
-        s = svc()
-        c, ex = s.counters, Exposition("kairos_venn_")
-        ex.counter("checkins", "Device check-ins.", c.checkins)
-        ex.counter("offers", "Job offers sent to devices.", c.offers)
-        ex.counter("accepts", "Offers accepted by devices.", s.manager.stats.checkins)
-        ex.counter("assignments", "Devices assigned to a job's round.", c.assigned)
-        ex.counter("results", "Results counted toward a round.", c.results)
-        ex.counter("late_results", "Results after their round completed.", c.late_results)
-        ex.counter("rounds_completed", "Rounds that got enough responses.", c.rounds_done)
-        ex.counter("rounds_redispatched", "Rounds re-dispatched at deadline.", c.redispatched)
-        active = sum(j.finished is None for j in s.jobs.values())
-        ex.gauge("jobs_active", "Registered, unfinished jobs.", active)
-        ex.gauge("rounds_open", "Open rounds.", len(s.rounds))
-        ex.counter("plans", "Plans computed by the policy.", s.manager.stats.plans)
-        http = {str(k): float(v) for k, v in sorted(http_counts.items())}
-        ex.labelled("http_responses", "counter", "HTTP answers by status.", "status", http)
-        return PlainTextResponse(ex.text(), media_type=CONTENT_TYPE)
+        svc()  # 503 before startup
+        return PlainTextResponse(exposition(registry), media_type=CONTENT_TYPE)
 
     return app
