@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import metadata
+from importlib.metadata import EntryPoint, entry_points
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +45,7 @@ class SystemLoadError(RuntimeError):
     """An entry point of `kairos.systems` that does not give a usable `System`."""
 
 
-def _load(entry: metadata.EntryPoint) -> System:
+def _load(entry: EntryPoint) -> System:
     try:
         system = entry.load()
     except Exception as exc:
@@ -68,7 +68,7 @@ def _load(entry: metadata.EntryPoint) -> System:
 def discover() -> dict[str, System]:
     """Every installed system by name, in name order (loads each entry point)."""
     out: dict[str, System] = {}
-    for entry in sorted(metadata.entry_points(group=GROUP), key=lambda e: e.name):
+    for entry in sorted(entry_points(group=GROUP), key=lambda e: e.name):
         if entry.name in out:
             raise SystemLoadError(f"two entry points name the system {entry.name!r}")
         out[entry.name] = _load(entry)

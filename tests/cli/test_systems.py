@@ -40,7 +40,7 @@ def _use(monkeypatch: pytest.MonkeyPatch, *entries: metadata.EntryPoint) -> None
         assert group == systems.GROUP
         return list(entries)
 
-    monkeypatch.setattr(systems.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(systems, "entry_points", entry_points)
 
 
 def test_every_system_of_the_package_is_installed() -> None:

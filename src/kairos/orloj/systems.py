@@ -22,6 +22,7 @@ from kairos.orloj.baselines import (
 from kairos.orloj.baselines.common import DEFAULT_BATCH_SIZES
 from kairos.orloj.batchdist import BatchLatencyModel
 from kairos.orloj.policy import BatchPolicy
+from kairos.registry import POLICIES, UnknownName
 
 PAPER_SYSTEMS = ("clipper", "nexus", "clockwork", "orloj")  # Appendix C's column order
 EXTRA_SYSTEMS = ("clipper-drop", "edf", "timeout")
@@ -83,6 +84,10 @@ BUILDERS: dict[str, Builder] = {
     "edf": _edf,
     "timeout": _timeout,
 }
+# In the shared registry under ("orloj", name); a plug-in (entry point `orloj.NAME` in
+# `kairos.policies`) is a `Builder`: called as (model, slo_ms, rate, sizes, **options).
+for _name in SYSTEM_NAMES:
+    POLICIES.add("orloj", _name, BUILDERS[_name])
 
 
 def make_system(
@@ -95,9 +100,12 @@ def make_system(
     options: Mapping[str, Any] | None = None,
 ) -> BatchPolicy:
     """A fresh policy object; `options` are the system's own keyword arguments."""
-    if name not in BUILDERS:
-        raise ValueError(f"unknown system {name!r}; choose from {', '.join(SYSTEM_NAMES)}")
     try:
-        return BUILDERS[name](model, slo_ms, rate_per_ms, sizes, **dict(options or {}))
+        builder = POLICIES.get("orloj", name)
+    except UnknownName as exc:
+        raise ValueError(f"unknown system {name!r}; choose from {', '.join(exc.known)}") from None
+    try:
+        policy: BatchPolicy = builder(model, slo_ms, rate_per_ms, sizes, **dict(options or {}))
+        return policy
     except TypeError as exc:
         raise ValueError(f"bad options for {name}: {exc}") from None

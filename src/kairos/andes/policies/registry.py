@@ -1,4 +1,9 @@
-"""Policies by name: `fcfs`, `sarathi`, `lqsf`, `andes`, `andes-dp`."""
+"""Andes policies by name: `fcfs`, `sarathi`, `lqsf`, `andes`, `andes-dp`, and plug-ins.
+
+The built-ins are registered in the shared registry (`kairos.registry.POLICIES`) under
+("andes", name); a plug-in (entry point `andes.NAME` in `kairos.policies`) is a factory called
+like them: with the `AndesConfig` built from the Andes options, or None when none were given.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +13,34 @@ from kairos.andes.policies.andes import AndesConfig, AndesPolicy, andes_dp_polic
 from kairos.andes.policies.base import Policy
 from kairos.andes.policies.fcfs import FCFSPolicy
 from kairos.andes.policies.sarathi import SarathiPolicy
+from kairos.registry import POLICIES
 
-POLICY_NAMES = ("fcfs", "sarathi", "lqsf", "andes", "andes-dp")
+
+@POLICIES.register("andes", "fcfs")
+def _fcfs(cfg: AndesConfig | None) -> Policy:
+    return FCFSPolicy()
+
+
+@POLICIES.register("andes", "sarathi")
+def _sarathi(cfg: AndesConfig | None) -> Policy:
+    return SarathiPolicy()
+
+
+POLICIES.add("andes", "lqsf", lqsf_policy)
+POLICIES.add("andes", "andes", AndesPolicy)
+POLICIES.add("andes", "andes-dp", andes_dp_policy)
+
+# The built-in names, in registration order.
+POLICY_NAMES = POLICIES.names("andes", plugins=False)
+
+
+def policy_names() -> tuple[str, ...]:
+    """The built-ins, then the installed plug-ins."""
+    return POLICIES.names("andes")
 
 
 def make_policy(name: str, **andes_overrides: Any) -> Policy:
     """A fresh policy object (policies keep small per-run state, so never share one)."""
     cfg = AndesConfig(**andes_overrides) if andes_overrides else None
-    if name == "fcfs":
-        return FCFSPolicy()
-    if name == "sarathi":
-        return SarathiPolicy()
-    if name == "lqsf":
-        return lqsf_policy(cfg)
-    if name == "andes":
-        return AndesPolicy(cfg)
-    if name == "andes-dp":
-        return andes_dp_policy(cfg)
-    raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICY_NAMES)}")
+    policy: Policy = POLICIES.create("andes", name, cfg)
+    return policy

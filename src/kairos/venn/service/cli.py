@@ -37,11 +37,12 @@ def register(group: typer.Typer) -> None:
     ) -> None:
         """Serve the Venn resource manager over HTTP until Ctrl-C."""
         from kairos.runtime.http import run_server
-        from kairos.venn.policies.registry import POLICIES
+        from kairos.venn.policies.registry import policy_names
         from kairos.venn.service.app import ServiceSettings, create_app
 
-        if policy not in POLICIES:
-            raise typer.BadParameter(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+        known = policy_names()
+        if policy not in known:
+            raise typer.BadParameter(f"unknown policy {policy!r}; known: {', '.join(known)}")
         settings = ServiceSettings(
             host=host, port=port, db=db, policy=policy, api_key=api_key, log_level=log_level
         )
