@@ -5,18 +5,21 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 import typer
+from httpx_sse import ServerSentEvent
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from kairos.andes.client.bench import BenchConfig, BenchError, build_workload, run_bench
 from kairos.andes.client.bench_cli import bench_command
 from kairos.andes.client.bench_report import RequestRecord, aggregate, parse_goodput
-from kairos.andes.client.sse import SSEEvent, SSEParser, parse_chunk
+from kairos.andes.client.sse import Chunk, StreamError, openai_chunk, openai_events, read_chunk
 from kairos.andes.experiments.workload import SimPoint, build_trace
 from kairos.andes.qoe import LISTENER_SPEEDS, READER_SPEEDS, qoe_at
 from tests.andes.client.fake_openai import FakeOpenAI
@@ -131,37 +134,71 @@ STREAM = (
     b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\n'
     b"data: [DONE]\n\n"
 )
+SSE_HEADERS = {"content-type": "text/event-stream"}
+
+
+def _events(body: bytes, step: int | None = None) -> list[ServerSentEvent]:
+    """The events httpx-sse decodes from `body`, delivered whole or `step` bytes at a time."""
+
+    async def parts() -> AsyncIterator[bytes]:
+        n = step or len(body)
+        for i in range(0, len(body), n):
+            yield body[i : i + n]
+
+    async def go() -> list[ServerSentEvent]:
+        resp = httpx.Response(200, headers=SSE_HEADERS, content=parts())
+        return [ev async for ev in openai_events(resp)]
+
+    return asyncio.run(go())
+
+
+def _key(ev: ServerSentEvent) -> tuple[str, str]:
+    return ev.event, ev.data
 
 
 def test_sse_split_reads_give_the_same_events() -> None:
-    whole = SSEParser().feed(STREAM)
-    bytewise = SSEParser()
-    pieces = [ev for i in range(len(STREAM)) for ev in bytewise.feed(STREAM[i : i + 1])]
-    assert pieces == whole and len(whole) == 5
-    assert whole[1] == SSEEvent('{"choices":[{"delta":{"content":"!"}}]}')
-    assert whole[2] == SSEEvent("engine failed", "error") and whole[3].event == "message"
-    assert whole[4].done and not whole[0].done
+    whole = _events(STREAM)
+    assert [_key(e) for e in _events(STREAM, 1)] == [_key(e) for e in whole]
+    assert len(whole) == 5
+    assert _key(whole[1]) == ("message", '{"choices":[{"delta":{"content":"!"}}]}')
+    assert _key(whole[2]) == ("error", "engine failed") and whole[3].event == "message"
+    assert openai_chunk(whole[4]) is None
 
 
-def test_sse_unterminated_last_line_and_bare_cr() -> None:
-    p = SSEParser()
-    assert p.feed(b"data: a\rdata: b\r") == [SSEEvent("a")]  # the last \r may precede \n
-    assert p.feed(b"data: [DONE]") == [SSEEvent("b")]
-    assert p.close() == [SSEEvent("[DONE]")]
+def test_sse_bare_cr_lines_and_a_body_that_is_not_an_event_stream() -> None:
+    events = _events(b"data: a\r\rdata: b\r\r", 3)  # a split \r may be half of \r\n
+    assert [e.data for e in events] == ["a", "b"]
+
+    async def go() -> None:
+        resp = httpx.Response(200, json={"choices": []})
+        [ev async for ev in openai_events(resp)]
+
+    with pytest.raises(StreamError, match="not an event stream"):
+        asyncio.run(go())
 
 
-def test_parse_chunk_shapes() -> None:
-    events = SSEParser().feed(STREAM)
-    assert parse_chunk(events[0]).text == "hé"
-    assert parse_chunk(events[1]).text == "!"
-    assert parse_chunk(events[2]).error == "server error event: engine failed"
-    usage = parse_chunk(events[3])
+def _chunk(data: str, event: str = "message") -> Chunk:
+    obj = openai_chunk(ServerSentEvent(event=event, data=data))
+    assert obj is not None
+    return read_chunk(obj)
+
+
+def test_chunk_shapes_and_clear_errors() -> None:
+    events = _events(STREAM)
+    assert _chunk(events[0].data).text == "hé"
+    assert _chunk(events[1].data).text == "!"
+    usage = _chunk(events[3].data)
     assert (usage.text, usage.completion_tokens, usage.prompt_tokens) == ("", 2, 3)
-    err = parse_chunk(SSEEvent('{"error":{"message":"boom","type":"internal"}}'))
-    assert err.error == "server error event: internal: boom"
-    assert "not JSON" in (parse_chunk(SSEEvent("{oops")).error or "")
-    fin = parse_chunk(SSEEvent('{"choices":[{"text":"","finish_reason":"length"}]}'))
+    fin = _chunk('{"choices":[{"text":"","finish_reason":"length"}]}')
     assert fin.finish_reason == "length" and fin.text == ""
+    for data, event, message in [
+        ("engine failed", "error", "server error event: engine failed"),
+        ('{"error":{"message":"boom","type":"internal"}}', "message", "internal: boom"),
+        ("{oops", "message", "not JSON.*oops"),
+        ("[1, 2]", "message", "not an object"),
+    ]:
+        with pytest.raises(StreamError, match=message):
+            openai_chunk(ServerSentEvent(event=event, data=data))
 
 
 # ---------------------------------------------------------------- metrics

@@ -341,7 +341,9 @@ def test_raw_sse_over_httpx_is_parsed() -> None:
             for i in range(0, len(body), 7):  # split mid-line on purpose
                 yield body[i : i + 7].encode()
 
-        response = httpx.Response(200, content=parts())
+        response = httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=parts()
+        )
         clock = LoopClock()
         async with pace_openai_stream(
             response, ttft_s=0.0, tokens_per_s=100.0, clock=clock

@@ -32,10 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from kairos.andes.client.bench_report import RequestRecord, aggregate, parse_goodput, save_plots
 from kairos.andes.client.bench_workload import BenchError, BenchRequest, build_workload
-from kairos.andes.client.sse import SSEEvent, SSEParser, parse_chunk
+from kairos.andes.client.sse import StreamError, openai_chunk, openai_events, read_chunk
 
 if TYPE_CHECKING:
     import httpx
+    from httpx_sse import ServerSentEvent
 
 Workload = Literal["cyclic", "poisson", "azure", "burstgpt"]
 
@@ -153,16 +154,18 @@ class _Stream:
     def __init__(self, rec: RequestRecord, continuous_usage: bool) -> None:
         self.rec, self.continuous, self.done, self.counted = rec, continuous_usage, False, 0
 
-    def handle(self, event: SSEEvent, now: float) -> bool:
+    def handle(self, event: ServerSentEvent, now: float) -> bool:
         """Take one event; False once the stream is over ([DONE] or an error)."""
-        if event.done:
+        rec = self.rec
+        try:
+            obj = openai_chunk(event)
+        except StreamError as exc:
+            rec.error = str(exc)
+            return False
+        if obj is None:
             self.done = True
             return False
-        chunk = parse_chunk(event)
-        rec = self.rec
-        if chunk.error is not None:
-            rec.error = chunk.error
-            return False
+        chunk = read_chunk(obj)
         if chunk.text:
             n = 1
             if self.continuous and chunk.completion_tokens is not None:
@@ -192,14 +195,14 @@ async def _stream_one(
             detail = (await resp.aread()).decode("utf-8", errors="replace")
             rec.error = f"HTTP {resp.status_code}: {_one_line(detail)}"
             return
-        parser, reader = SSEParser(), _Stream(rec, cont)
-        async for raw in resp.aiter_bytes():
-            now = time.perf_counter() - send
-            if not all(reader.handle(ev, now) for ev in parser.feed(raw)):
-                return
-        for ev in parser.close():
-            if not reader.handle(ev, time.perf_counter() - send):
-                return
+        reader = _Stream(rec, cont)
+        try:
+            async for event in openai_events(resp):
+                if not reader.handle(event, time.perf_counter() - send):
+                    return
+        except StreamError as exc:
+            rec.error = str(exc)
+            return
         if not reader.done and rec.finish_reason is None:
             rec.error = "broken stream: the connection closed before [DONE]"
 

@@ -35,7 +35,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable
 from types import TracebackType
 from typing import Any, Protocol
 
-from kairos.andes.client.sse import sse_payloads
+from kairos.andes.client.sse import StreamError, openai_chunks
 from kairos.andes.qoe import QoEParams, qoe_at
 from kairos.sim.clock import WallClock
 
@@ -257,14 +257,16 @@ async def openai_text_deltas(
     """Non-empty text deltas of an OpenAI-compatible stream, one per chunk.
 
     `stream` is an `openai` `AsyncStream` (of `ChatCompletionChunk` or `Completion`) or any
-    async iterable of such chunks or dicts, or a streaming `httpx.Response` carrying raw SSE.
-    `on_chunk` sees every chunk (e.g. to keep the final `usage`). The stream is closed at the end.
+    async iterable of such chunks or dicts, or a streaming `httpx.Response` carrying raw SSE
+    (decoded as the bench client decodes it, `kairos.andes.client.sse`). `on_chunk` sees every
+    chunk (e.g. to keep the final `usage`). An error chunk, a malformed one or an answer that
+    is not an event stream raises `StreamError`. The stream is closed at the end.
     """
-    chunks = sse_payloads(stream.aiter_bytes()) if hasattr(stream, "aiter_bytes") else stream
+    chunks = openai_chunks(stream) if hasattr(stream, "aiter_bytes") else stream
     try:
         async for chunk in chunks:
             if isinstance(chunk, dict) and "error" in chunk:
-                raise RuntimeError(f"stream error: {chunk['error']}")
+                raise StreamError(f"stream error: {chunk['error']}")
             if on_chunk is not None:
                 on_chunk(chunk)
             text = chunk_text(chunk)

@@ -1,111 +1,30 @@
-"""Server-sent events as OpenAI-compatible servers stream them, parsed from raw bytes.
+"""OpenAI stream chunks out of server-sent events, for the bench client and the pacer.
 
-The parser is line based: every complete `data:` line is one event (OpenAI, vLLM and our
-server put one JSON object on each `data:` line and never split one over several lines), so
-an event is available the moment its line is complete, which keeps chunk timestamps tight.
-Bytes arrive in arbitrary pieces: a line may be split across reads, and one read may hold
-several events; the parser buffers the incomplete tail. Lines end with `\\n`, `\\r\\n` or `\\r`.
-`event:` lines name the type of the following data line (`event: error` marks an error event);
-a blank line resets it; comments (`:` lines) and other fields (`id:`, `retry:`) are ignored.
+httpx-sse decodes the wire (lines split anywhere, `\\r\\n`/`\\r`/`\\n`, comments, `event:`
+fields, multi-line data, an event dispatched at its blank line, as the SSE spec says); this
+module only turns one event into the OpenAI chunk it carries. Both clients read streams through
+`openai_chunk`, so they agree on what a chunk, the end (`data: [DONE]`) and an error are.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from httpx_sse import EventSource, ServerSentEvent, SSEError
+
+if TYPE_CHECKING:
+    import httpx
 
 DONE = "[DONE]"
+__all__ = ["DONE", "Chunk", "StreamError", "openai_chunk", "openai_chunks", "read_chunk"]
 
 
-@dataclass(frozen=True)
-class SSEEvent:
-    data: str
-    event: str = "message"
-
-    @property
-    def done(self) -> bool:
-        return self.data.strip() == DONE
-
-
-class SSEParser:
-    """Incremental parser: `feed(bytes)` returns the events completed by those bytes."""
-
-    def __init__(self) -> None:
-        self._buf = b""
-        self._event = "message"
-
-    def feed(self, chunk: bytes) -> list[SSEEvent]:
-        self._buf += chunk
-        out: list[SSEEvent] = []
-        while True:
-            cut, skip = self._line_end()
-            if cut < 0:
-                return out
-            line = self._buf[:cut].decode("utf-8", errors="replace")
-            self._buf = self._buf[cut + skip :]
-            event = self._line(line)
-            if event is not None:
-                out.append(event)
-
-    def close(self) -> list[SSEEvent]:
-        """Events in a final line that ended without a newline (the stream closed)."""
-        if not self._buf:
-            return []
-        line = self._buf.decode("utf-8", errors="replace").rstrip("\r")
-        self._buf = b""
-        event = self._line(line)
-        return [event] if event is not None else []
-
-    def _line_end(self) -> tuple[int, int]:
-        """Index of the first line terminator and its length; (-1, 0) if none is complete."""
-        lf = self._buf.find(b"\n")
-        cr = self._buf.find(b"\r")
-        if cr < 0 or 0 <= lf < cr:
-            return lf, 1 if lf >= 0 else 0
-        if cr + 1 == len(self._buf):
-            return -1, 0  # wait: this "\r" may be the first half of "\r\n"
-        return cr, 2 if self._buf[cr + 1] == 0x0A else 1
-
-    def _line(self, line: str) -> SSEEvent | None:
-        if line == "":
-            self._event = "message"
-            return None
-        if line.startswith(":"):
-            return None
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if name == "event":
-            self._event = value.strip() or "message"
-            return None
-        if name == "data":
-            return SSEEvent(value, self._event)
-        return None
-
-
-async def sse_payloads(body: AsyncIterable[bytes]) -> AsyncIterator[Any]:
-    """The JSON payload of every `data:` event of a byte stream, up to `data: [DONE]`."""
-    parser = SSEParser()
-    async for piece in body:
-        for event in parser.feed(piece):
-            if event.done:
-                return
-            yield json.loads(event.data)
-    for event in parser.close():
-        if not event.done:
-            yield json.loads(event.data)
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """What one OpenAI streaming chunk says: new text, cumulative usage, end, or an error."""
-
-    text: str = ""
-    completion_tokens: int | None = None  # cumulative, when the chunk carries `usage`
-    prompt_tokens: int | None = None
-    finish_reason: str | None = None
-    error: str | None = None
+class StreamError(RuntimeError):
+    """The stream cannot be read as OpenAI chunks: a malformed chunk, an error event, or an
+    answer that is not an event stream. The message says which, with the offending data."""
 
 
 def _error_text(err: Any) -> str:
@@ -115,18 +34,64 @@ def _error_text(err: Any) -> str:
     return str(err)
 
 
-def parse_chunk(event: SSEEvent) -> Chunk:
-    """Decode one `data:` payload of `/v1/completions` or `/v1/chat/completions`."""
+def openai_chunk(event: ServerSentEvent) -> dict[str, Any] | None:
+    """The chunk object one event carries; None for the closing `data: [DONE]`.
+
+    Raises `StreamError` for an error event (`event: error`, or a chunk holding `error`, as
+    OpenAI-compatible servers report a failure mid-stream) and for data that is not a JSON
+    object, so a caller never mistakes a broken stream for an empty chunk.
+    """
+    data = event.data.strip()
+    if data == DONE:
+        return None
     try:
-        obj = json.loads(event.data)
+        obj = json.loads(data)
     except json.JSONDecodeError:
         if event.event == "error":
-            return Chunk(error=f"server error event: {event.data.strip()[:200]}")
-        return Chunk(error=f"malformed stream chunk (not JSON): {event.data.strip()[:200]!r}")
+            raise StreamError(f"server error event: {data[:200]}") from None
+        raise StreamError(f"malformed stream chunk (not JSON): {data[:200]!r}") from None
     if not isinstance(obj, dict):
-        return Chunk(error=f"malformed stream chunk (not an object): {event.data.strip()[:200]!r}")
+        raise StreamError(f"malformed stream chunk (not an object): {data[:200]!r}")
     if event.event == "error" or "error" in obj:
-        return Chunk(error=f"server error event: {_error_text(obj.get('error', obj))}")
+        raise StreamError(f"server error event: {_error_text(obj.get('error', obj))}")
+    return obj
+
+
+async def openai_events(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
+    """The events of a streaming response; `StreamError` if it is not an event stream."""
+    try:
+        async for event in EventSource(response).aiter_sse():
+            yield event
+    except SSEError as exc:
+        raise StreamError(f"not an event stream: {exc}") from None
+
+
+async def openai_chunks(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """Every chunk of a streaming response, up to `data: [DONE]` (or the end of the body)."""
+    async for event in openai_events(response):
+        chunk = openai_chunk(event)
+        if chunk is None:
+            return
+        yield chunk
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """What the bench reads from one chunk: new text, cumulative usage, the end reason."""
+
+    text: str = ""
+    completion_tokens: int | None = None  # cumulative, when the chunk carries `usage`
+    prompt_tokens: int | None = None
+    finish_reason: str | None = None
+
+
+def _count(x: Any) -> int | None:
+    return int(x) if isinstance(x, int | float) else None
+
+
+def read_chunk(obj: dict[str, Any]) -> Chunk:
+    """One `/v1/completions` or `/v1/chat/completions` chunk: text of every choice (completion
+    `text`, chat `delta.content` and `delta.reasoning_content`), usage and finish reason."""
     text_parts: list[str] = []
     finish: str | None = None
     for choice in obj.get("choices") or []:
@@ -141,13 +106,10 @@ def parse_chunk(event: SSEEvent) -> Chunk:
                     text_parts.append(delta[key])
         finish = choice.get("finish_reason") or finish
     usage = obj.get("usage")
-    completion = prompt = None
-    if isinstance(usage, dict):
-        completion = usage.get("completion_tokens")
-        prompt = usage.get("prompt_tokens")
+    usage = usage if isinstance(usage, dict) else {}
     return Chunk(
         text="".join(text_parts),
-        completion_tokens=int(completion) if isinstance(completion, int | float) else None,
-        prompt_tokens=int(prompt) if isinstance(prompt, int | float) else None,
+        completion_tokens=_count(usage.get("completion_tokens")),
+        prompt_tokens=_count(usage.get("prompt_tokens")),
         finish_reason=finish,
     )
