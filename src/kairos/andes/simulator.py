@@ -1,4 +1,5 @@
-"""An iteration-level simulator of an LLM serving engine, on the kairos event loop.
+"""An iteration-level simulator of an LLM serving engine: the one driver
+(`kairos.andes.driver`) on the kairos event loop with a simulated worker.
 
 It drives the same `Scheduler` and policy objects as the torch engine. What it simulates is
 time: each iteration lasts what the latency model says (prefill, decode, or a Sarathi mixed
@@ -15,13 +16,15 @@ from typing import Any
 
 import numpy as np
 
+from kairos.andes.driver import DecisionHook, Driver, Executed
+from kairos.andes.iteration import decode_batch, iteration_time
 from kairos.andes.latency import LatencyModel
 from kairos.andes.metrics import stream_metrics
 from kairos.andes.policies.base import Policy
 from kairos.andes.qoe import ttft_target
 from kairos.andes.request import Request, Status
 from kairos.andes.scheduler import Scheduler, SchedulerConfig, SchedulerOutput
-from kairos.sim import EventLoop
+from kairos.sim import EventLoop, SimClock
 from kairos.workloads import Trace
 
 
@@ -61,46 +64,41 @@ class SimulationResult:
         }
 
 
-def decode_batch(out: SchedulerOutput) -> tuple[str, ...] | None:
-    """The request ids of an all-decode iteration without swaps, else None. Two iterations in
-    a row with the same ids decode the same batch, which an engine that keeps its batch's
-    contexts gathered (ours on CPU) need not regather (it also refills when its headroom runs
-    out, about once in 50-64 iterations; that is left to the fit)."""
-    if out.block_copies or not all(s.is_decode for s in out.steps):
-        return None
-    return tuple(s.request.request_id for s in out.steps)
+class SimWorker:
+    """Carries a decision out in simulated time: the iteration lasts what the latency profile
+    says (plus the regather cost when the decode batch changed, and optionally the policy's
+    decision time), and a request stops when it reaches its true output length."""
 
+    def __init__(self, latency: LatencyModel, count_decision_time: bool = False) -> None:
+        self.latency = latency
+        self.count_decision_time = count_decision_time
+        self.output_lens: dict[str, int] = {}
+        self._last_batch: tuple[str, ...] | None = None  # the last iteration's decode batch
 
-def iteration_time(latency: LatencyModel, out: SchedulerOutput, regather: bool = True) -> float:
-    """Prefill-only steps cost a prefill over all their tokens; decode steps one decode
-    iteration over the batch's context, plus the regather cost unless `regather` is False
-    (the batch is the last iteration's); a mixed (chunked) step a decode iteration plus the
-    prefill chunk's extra compute. Swap copies block the iteration."""
-    decodes = context = longest = prefill = 0  # one pass: the engine calls this every iteration
-    for step in out.steps:
-        if step.is_decode:
-            decodes += 1
-            context += step.request.context_len
-            longest = max(longest, step.request.context_len)
-        else:
-            prefill += step.tokens
-    t = 0.0
-    if decodes:
-        t += float(latency.decode_time(decodes, context))
-        if regather:
-            t += latency.regather_time(decodes * longest)
-        if prefill:
-            t += max(0.0, float(latency.prefill_time(prefill)) - float(latency.prefill_time(1)))
-    elif prefill:
-        t += float(latency.prefill_time(prefill))
-    for r, _ in out.swap_in:
-        t += float(latency.swap_time(r.context_len))
-    for r, _ in out.swap_out:
-        t += float(latency.swap_time(r.context_len))
-    return t
+    def execute(self, out: SchedulerOutput) -> Executed:
+        lens = self.output_lens
+        stopped = [
+            s.request.request_id
+            for s in out.steps
+            if s.samples and s.request.generated + 1 >= lens[s.request.request_id]
+        ]
+        if out.is_empty:
+            return Executed(stopped, 0.0)
+        batch = decode_batch(out)
+        regather = batch is None or batch != self._last_batch
+        self._last_batch = batch
+        duration = iteration_time(self.latency, out, regather=regather)
+        if self.count_decision_time:
+            duration += out.decision_s
+        return Executed(stopped, max(duration, 1e-6))
+
+    def recorded(self, out: SchedulerOutput, executed: Executed, t: float) -> None:
+        """Tokens reach their clients the instant the iteration ends: nothing to stream."""
 
 
 class Simulator:
+    """The driver on simulated time with the simulated worker, plus per-second statistics."""
+
     def __init__(
         self,
         policy: Policy,
@@ -110,63 +108,41 @@ class Simulator:
         count_decision_time: bool = False,
         stats_interval_s: float = 1.0,
         max_time_s: float | None = None,
+        on_decision: DecisionHook | None = None,
     ) -> None:
         self.loop = EventLoop()
         self.scheduler = Scheduler(policy, latency, config)
+        self.worker = SimWorker(latency, count_decision_time)
+        self.driver = Driver(
+            self.scheduler, self.worker, SimClock(self.loop), on_decision=self._decided
+        )
+        self.on_decision = on_decision
         self.latency = latency
-        self.count_decision_time = count_decision_time
         self.stats_interval_s = stats_interval_s
         self.max_time_s = max_time_s
-        self._busy = False
-        self._output_lens: dict[str, int] = {}
         self._requests: list[Request] = []
         self._stats: dict[str, list[float]] = {
             k: [] for k in ("time", "running", "waiting", "preempted", "kv_usage")
         }
         self._decision_s: list[float] = []
         self._pending_arrivals = 0
-        self._last_batch: tuple[str, ...] | None = None  # the last iteration's decode batch
 
     def add(self, request: Request, output_len: int) -> None:
         if output_len < 1:
             raise ValueError(f"request {request.request_id}: output length must be >= 1")
-        self._output_lens[request.request_id] = output_len  # max_tokens is the scheduler's cut
+        self.worker.output_lens[request.request_id] = output_len  # max_tokens: scheduler's cut
         self._requests.append(request)
         self._pending_arrivals += 1
         self.loop.call_at(request.arrival, self._arrive, request)
 
+    def _decided(self, t: float, out: SchedulerOutput) -> None:
+        self._decision_s.append(out.decision_s)
+        if self.on_decision is not None:
+            self.on_decision(t, out)
+
     def _arrive(self, request: Request) -> None:
         self._pending_arrivals -= 1
-        self.scheduler.add_request(request)
-        if not self._busy:
-            self._step()
-
-    def _step(self) -> None:
-        now = self.loop.now
-        out = self.scheduler.schedule(now)
-        self._decision_s.append(out.decision_s)
-        if out.is_empty:
-            self._busy = False
-            return
-        self._busy = True
-        batch = decode_batch(out)
-        duration = iteration_time(
-            self.latency, out, regather=batch is None or batch != self._last_batch
-        )
-        self._last_batch = batch
-        if self.count_decision_time:
-            duration += out.decision_s
-        self.loop.call_after(max(duration, 1e-6), self._finish_iteration, out)
-
-    def _finish_iteration(self, out: SchedulerOutput) -> None:
-        now = self.loop.now
-        stopped = [
-            s.request.request_id
-            for s in out.steps
-            if s.samples and s.request.generated + 1 >= self._output_lens[s.request.request_id]
-        ]
-        self.scheduler.update_from_output(out, now, stopped)
-        self._step()
+        self.driver.add(request)
 
     def _sample(self) -> None:
         s = self.scheduler
@@ -188,7 +164,7 @@ class Simulator:
         end = self.loop.now if unfinished or not done else max(done)
         return SimulationResult(
             requests=self._requests,
-            output_lens=self._output_lens,
+            output_lens=self.worker.output_lens,
             stats=self._stats,
             iterations=self.scheduler.iteration,
             decision_s=self._decision_s,

@@ -9,17 +9,27 @@ overhead discussion does.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from kairos.orloj.policy import Outcome
-
-if TYPE_CHECKING:
-    from kairos.orloj.simulator import SimResult
+from kairos.orloj.policy import Outcome, Request
+from kairos.orloj.worker import BatchRecord
 
 
-def summarize(result: SimResult) -> dict[str, Any]:
+class Run(Protocol):
+    """What a run left behind (a `SimResult` is one)."""
+
+    policy: str
+    requests: list[Request]
+    batches: list[BatchRecord]
+    decide_s: list[float]
+    arrival_s: list[float]
+    stranded: int
+    end_time: float
+
+
+def summarize(result: Run) -> dict[str, Any]:
     reqs = result.requests
     n = len(reqs)
     outcomes = Counter(r.outcome for r in reqs)

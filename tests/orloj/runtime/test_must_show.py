@@ -33,12 +33,12 @@ import numpy as np
 import pytest
 
 from kairos.orloj.policy import Batch
+from kairos.orloj.profiler import Profiler
 from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig
 from kairos.orloj.runtime.dispatcher import Dispatcher
 from kairos.orloj.runtime.loadgen import make_trace, run_load
 from kairos.orloj.runtime.models import ServedModel, build_model
 from kairos.orloj.runtime.process import ProcessExecutor
-from kairos.orloj.runtime.profiler import Profiler
 from kairos.orloj.runtime.server import create_app
 from kairos.orloj.speed import served_options
 from kairos.orloj.systems import make_system

@@ -30,12 +30,12 @@ from kairos.andes.engine.model import LlamaForCausalLM
 from kairos.andes.engine.runner import ModelRunner
 from kairos.andes.engine.tokenizer import ByteTokenizer, Detokenizer, HFTokenizer, Tokenizer
 from kairos.andes.engine.weights import load_checkpoint, random_model
+from kairos.andes.iteration import iteration_time
 from kairos.andes.latency import LatencyModel, LinearProfile, load_profile
 from kairos.andes.policies.base import Policy
 from kairos.andes.policies.registry import make_policy
 from kairos.andes.request import Request
 from kairos.andes.scheduler import Scheduler, SchedulerConfig, SchedulerOutput
-from kairos.andes.simulator import iteration_time
 
 DTYPES = {
     "float32": torch.float32,

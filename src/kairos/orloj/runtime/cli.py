@@ -147,10 +147,10 @@ def register(group: typer.Typer) -> None:
         quick: Annotated[bool, typer.Option(help="Shorter calibration")] = False,
     ) -> None:
         """Serve the model with one policy: POST /v1/infer, GET /v1/stats, /health, /metrics."""
+        from kairos.orloj.profiler import Profiler
         from kairos.orloj.runtime.dispatcher import Dispatcher
         from kairos.orloj.runtime.executor import Executor, ThreadExecutor
         from kairos.orloj.runtime.process import ProcessExecutor
-        from kairos.orloj.runtime.profiler import Profiler
         from kairos.orloj.runtime.server import RuntimeSettings, create_app
         from kairos.orloj.speed import served_options
         from kairos.orloj.systems import make_system

@@ -24,8 +24,7 @@ from __future__ import annotations
 import math
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -33,39 +32,11 @@ from pydantic import BaseModel
 from kairos.orloj.policy import Batch, Request
 from kairos.orloj.runtime.forward import JobResult, configure_threads, execute, warm_up
 from kairos.orloj.runtime.models import ServedModel
+from kairos.orloj.worker import BatchRun, Delivery, SoloRun
 from kairos.sim.clock import WallClock
 
 if TYPE_CHECKING:
     from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig
-
-
-@dataclass(frozen=True)
-class BatchRun:
-    """What became of a submitted batch: run (outputs in member order), rejected, or failed."""
-
-    batch: Batch
-    start_ms: float
-    end_ms: float
-    outputs: list[dict[str, Any]] | None = None
-    rejected: bool = False
-    error: str | None = None
-
-    @property
-    def measured_ms(self) -> float:
-        """The batch's wall time; NaN when it did not run (what policies expect then)."""
-        return self.end_ms - self.start_ms if self.outputs is not None else math.nan
-
-
-@dataclass(frozen=True)
-class SoloRun:
-    """A profiler re-run of one finished request at batch size 1."""
-
-    request: Request
-    solo_ms: float
-    error: str | None = None
-
-
-Delivery = Callable[[BatchRun | SoloRun], None]
 
 
 class Executor(ABC):
@@ -78,6 +49,12 @@ class Executor(ABC):
         self._jobs: dict[int, Batch | Request] = {}
         self._next_job = 0
         self._lock = threading.Lock()
+
+    @property
+    def origin(self) -> float:
+        """The `time.monotonic()` value this worker's times count from (an asyncio loop's
+        time is monotonic too, so the dispatcher's clock shares it)."""
+        return self.clock.origin
 
     def now_ms(self) -> float:
         """Milliseconds on the monotonic clock every party uses (any thread or process)."""
@@ -113,7 +90,11 @@ class Executor(ABC):
             self._jobs[job] = item
         return job
 
-    def submit(self, batch: Batch) -> None:
+    shadow_profiling = False  # re-runs take the worker: the driver hands them over when idle
+
+    def submit(self, batch: Batch, not_before_ms: float = -math.inf) -> None:
+        """Queue a batch; it starts when the worker is free (`not_before_ms` is for simulated
+        workers: here the decision's time has really passed)."""
         job = self._register(batch)
         self._send(job, [_payload(r) for r in batch.requests], batch.latest_start)
 

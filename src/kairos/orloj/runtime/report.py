@@ -18,6 +18,7 @@ import numpy as np
 from kairos.orloj.policy import Outcome
 from kairos.orloj.runtime.dispatcher import Dispatcher
 from kairos.orloj.speed import SpeedTracker
+from kairos.report.stats import percentile_summary
 from kairos.runtime.prometheus import Families, SnapshotCollector
 
 PREFIX = "kairos_orloj_"
@@ -51,10 +52,10 @@ def summary(d: Dispatcher) -> dict[str, Any]:
     s = d.stats
     now = d.now()
     up_ms = now - d.started_ms if math.isfinite(d.started_ms) else 0.0
-    cpu = np.asarray(s.decide_cpu_s) * 1e6
+    cpu = percentile_summary(np.asarray(s.decide_cpu_s) * 1e6, (99,), empty=0.0)
     return {
         "policy": d.policy.name,
-        "model": d.model.kind,
+        "model": d.model.kind if d.model is not None else "simulated",
         "uptime_s": up_ms / 1e3,
         "finish_rate": _rate(s.outcomes),
         "ended": sum(s.outcomes.values()),
@@ -73,8 +74,8 @@ def summary(d: Dispatcher) -> dict[str, Any]:
         "drift": s.busy_ms / s.predicted_ms if s.predicted_ms > 0 else math.nan,
         "speed_factor": speed_factor(d),
         "scheduler_iterations": s.decisions,
-        "scheduler_cpu_us_mean": float(cpu.mean()) if cpu.size else 0.0,
-        "scheduler_cpu_us_p99": float(np.percentile(cpu, 99)) if cpu.size else 0.0,
+        "scheduler_cpu_us_mean": cpu["mean"],
+        "scheduler_cpu_us_p99": cpu["p99"],
         "profile_cpu_s": s.profile_cpu_s,
         "profiler": {**vars(d.profiler.stats), "backlog": d.profiler.backlog},
     }

@@ -81,6 +81,8 @@ def create_app(
     check) is included in `/v1/stats`."""
     settings = settings or RuntimeSettings()
     model = dispatcher.model
+    if model is None:
+        raise ValueError("the HTTP server needs the dispatcher's served model (its inputs)")
     known = frozenset(apps)
     http_counts: Counter[int] = Counter()
     registry = registry_for(OrlojCollector(dispatcher, http_counts))

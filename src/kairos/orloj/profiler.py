@@ -2,11 +2,11 @@
 
 Orloj needs *solo* latency distributions per application, and those cannot be read off batched
 executions (a batch takes as long as its slowest member). So, as in the paper (§4.3.2, spec
-3.1), a sample of finished requests is re-run alone off the critical path: the dispatcher hands
+3.1), a sample of finished requests is re-run alone off the critical path: the driver hands
 one re-run to the worker only while it is idle (nothing running, nothing pending), so
 profiling never delays a batch the policy wants to start. A request that ran in a batch of one
 is a free solo measurement and is always kept. Every `period_ms` the samples gathered since the
-last snapshot go to the policy's `on_profile` (the dispatcher owns that timer).
+last snapshot go to the policy's `on_profile` (the driver owns that timer).
 
 Under sustained load the worker is rarely idle, so re-runs wait in a bounded backlog (oldest
 dropped first) and only the free measurements flow: the counters in `stats` say how much was
@@ -41,23 +41,25 @@ class Profiler:
         period_ms: float = 1000.0,
         max_backlog: int = 32,
         seed: int = 0,
+        rng: np.random.Generator | None = None,
     ) -> None:
         if not 0.0 <= sample_rate <= 1.0 or period_ms <= 0 or max_backlog < 1:
             raise ValueError("need 0 <= sample_rate <= 1, period_ms > 0 and max_backlog >= 1")
         self.sample_rate = sample_rate
         self.period_ms = period_ms
-        self._rng = np.random.default_rng(seed)
+        self._rng = rng if rng is not None else np.random.default_rng(seed)
         self._backlog: deque[Request] = deque()
         self._max_backlog = max_backlog
         self._fresh: dict[str, list[float]] = defaultdict(list)
         self.stats = ProfilerStats()
 
-    def observe(self, batch: Batch, measured_ms: float) -> None:
-        """A batch finished: keep a batch of one's time, sample the members of bigger ones."""
+    def observe(self, batch: Batch, measured_ms: float, solo_ms: float | None = None) -> None:
+        """A batch finished: keep a batch of one's time (`solo_ms` where the worker knows it
+        exactly), sample the members of bigger ones."""
         if not math.isfinite(measured_ms):
             return
         if batch.size == 1:
-            self._fresh[batch.requests[0].app].append(measured_ms)
+            self._fresh[batch.requests[0].app].append(measured_ms if solo_ms is None else solo_ms)
             self.stats.free += 1
             return
         for r in batch.requests:
@@ -75,6 +77,11 @@ class Profiler:
     @property
     def backlog(self) -> int:
         return len(self._backlog)
+
+    @property
+    def pending(self) -> bool:
+        """Measurements not yet handed over, or re-runs not yet made."""
+        return bool(self._fresh) or bool(self._backlog)
 
     def record(self, request: Request, solo_ms: float) -> None:
         """The measured solo latency of a re-run."""

@@ -1,0 +1,50 @@
+"""How long one engine iteration takes under a latency profile.
+
+The simulated worker charges this as the iteration's duration; the torch engine adds it up to
+compare its measured busy time with its profile (drift). It lives apart from both so neither
+imports the other.
+"""
+
+from __future__ import annotations
+
+from kairos.andes.latency import LatencyModel
+from kairos.andes.scheduler import SchedulerOutput
+
+
+def decode_batch(out: SchedulerOutput) -> tuple[str, ...] | None:
+    """The request ids of an all-decode iteration without swaps, else None. Two iterations in
+    a row with the same ids decode the same batch, which an engine that keeps its batch's
+    contexts gathered (ours on CPU) need not regather (it also refills when its headroom runs
+    out, about once in 50-64 iterations; that is left to the fit)."""
+    if out.block_copies or not all(s.is_decode for s in out.steps):
+        return None
+    return tuple(s.request.request_id for s in out.steps)
+
+
+def iteration_time(latency: LatencyModel, out: SchedulerOutput, regather: bool = True) -> float:
+    """Prefill-only steps cost a prefill over all their tokens; decode steps one decode
+    iteration over the batch's context, plus the regather cost unless `regather` is False
+    (the batch is the last iteration's); a mixed (chunked) step a decode iteration plus the
+    prefill chunk's extra compute. Swap copies block the iteration."""
+    decodes = context = longest = prefill = 0  # one pass: the engine calls this every iteration
+    for step in out.steps:
+        if step.is_decode:
+            decodes += 1
+            context += step.request.context_len
+            longest = max(longest, step.request.context_len)
+        else:
+            prefill += step.tokens
+    t = 0.0
+    if decodes:
+        t += float(latency.decode_time(decodes, context))
+        if regather:
+            t += latency.regather_time(decodes * longest)
+        if prefill:
+            t += max(0.0, float(latency.prefill_time(prefill)) - float(latency.prefill_time(1)))
+    elif prefill:
+        t += float(latency.prefill_time(prefill))
+    for r, _ in out.swap_in:
+        t += float(latency.swap_time(r.context_len))
+    for r, _ in out.swap_out:
+        t += float(latency.swap_time(r.context_len))
+    return t
