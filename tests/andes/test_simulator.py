@@ -184,7 +184,7 @@ class CheckedSimulator(Simulator):
 
     def _check_steps(self, out: SchedulerOutput) -> None:
         s = self.scheduler
-        assert out.steps, "an empty schedule must not start an iteration"
+        assert out.steps or out.block_copies, "an empty schedule must not start an iteration"
         assert len({st.request.request_id for st in out.steps}) == len(out.steps)
         for step in out.steps:
             r = step.request

@@ -7,9 +7,10 @@ the latency profile's time; the server is this driver on an `AsyncioClock` in th
 thread with the torch engine as the worker, which really computes (its iteration ends as soon
 as it returns). A test runs both on one seed and checks they decide the same.
 
-Two ways to run it: `kick()` starts the event-driven loop on the clock (arrivals and aborts
-call it; the loop stops by itself when nothing can run), and `run_once()` does one iteration
-synchronously, for offline use of a real worker (its clock only needs `now`).
+Two ways to run it: on a clock with timers, `add`/`abort` (or `wake()` after changing the
+scheduler under the lock, from any thread) start the event-driven loop, which stops by itself
+when nothing can run; `run_once()` does one iteration synchronously, for offline use of a real
+worker (its clock then only needs `now`).
 """
 
 from __future__ import annotations
@@ -77,29 +78,34 @@ class Driver:
         self._clock = clock
         self._timers = clock if isinstance(clock, Timers) else None
 
-    # -- inputs ---------------------------------------------------------------------------
+    # -- inputs (any thread) ------------------------------------------------------------------
     def add(self, request: Request) -> None:
         with self.lock:
             self.scheduler.add_request(request)
-        self.kick()
+        self.wake()
 
     def abort(self, request_ids: list[str], reason: str = "abort") -> None:
         with self.lock:
             self.scheduler.finish_requests(request_ids, self.clock.now(), reason)
-        self.kick()
+        self.wake()
 
-    def kick(self) -> None:
-        """Start iterating unless already: deferred to the clock, so every arrival of this
-        instant is queued before the next decision."""
+    def wake(self) -> None:
+        """The scheduler changed: iterate unless already iterating. Deferred to the clock's
+        thread, after every arrival of this instant (they are all queued before the next
+        decision); a no-op on a clock without timers (synchronous use)."""
+        if self._timers is not None:
+            self._timers.call_soon_threadsafe(self._kick)
+
+    def _kick(self) -> None:
         if not self.busy:
             self.busy = True
-            self._loop_clock().call_at(self._clock.now(), self._iterate)
+            self._iterate()
 
     # -- one iteration ----------------------------------------------------------------------
     def decide(self) -> SchedulerOutput | None:
         with self.lock:
             out = self.scheduler.schedule(self.clock.now())
-        if out.is_empty:
+        if out.is_empty and not out.block_copies:
             if out.finished:  # stopped inside schedule (outgrew the cache): report them
                 self.complete(out, Executed())
             return None
@@ -135,7 +141,7 @@ class Driver:
                 raise
             self.busy = False
             self.on_error(exc)
-            self.kick()
+            self.wake()
             return
         end = self._clock.now() + executed.duration_s
         self._loop_clock().call_at(end, self._end, out, executed)

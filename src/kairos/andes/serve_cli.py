@@ -52,7 +52,7 @@ def serve_command(
 
     from kairos.andes.engine.async_engine import AsyncEngine
     from kairos.andes.engine.config import EngineConfig
-    from kairos.andes.engine.engine import LLMEngine
+    from kairos.andes.engine.profiler import calibrated_engine
     from kairos.andes.server import run_with_settings
     from kairos.andes.server.app import create_app
     from kairos.andes.server.settings import ServerSettings
@@ -85,7 +85,7 @@ def serve_command(
         )
         if profile is None:
             console.print("measuring the engine for its latency profile (a few seconds)...")
-        engine = LLMEngine(engine_cfg)
+        engine = calibrated_engine(engine_cfg)
     except (ValidationError, ValueError, FileNotFoundError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None

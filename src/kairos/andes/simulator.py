@@ -82,7 +82,7 @@ class SimWorker:
             for s in out.steps
             if s.samples and s.request.generated + 1 >= lens[s.request.request_id]
         ]
-        if out.is_empty:
+        if out.is_empty and not out.block_copies:
             return Executed(stopped, 0.0)
         batch = decode_batch(out)
         regather = batch is None or batch != self._last_batch

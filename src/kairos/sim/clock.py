@@ -40,6 +40,10 @@ class Timers(Clock, Protocol):
 
     def cancel(self, handle: Any) -> None: ...
 
+    def call_soon_threadsafe(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run `fn` on the clock's thread as soon as it can: how another thread hands work in."""
+        ...
+
 
 class SimClock:
     """The timer service of a discrete-event loop: time moves only when the loop fires events."""
@@ -56,6 +60,10 @@ class SimClock:
 
     def cancel(self, handle: EventHandle) -> None:
         self.loop.cancel(handle)
+
+    def call_soon_threadsafe(self, fn: Callable[..., Any], *args: Any) -> None:
+        """A simulation has one thread: the callback runs after what is due now."""
+        self.loop.call_at(self.loop.now, fn, *args, priority=self.priority)
 
 
 class AsyncioClock:

@@ -1,11 +1,14 @@
-"""The engine behind an asyncio server: a loop thread steps the engine, streams fan out.
+"""The engine behind an asyncio server: the driver's loop on an engine thread, streams fan out.
 
-The model runs in one background thread (torch releases the GIL in its kernels, so the event
-loop keeps serving HTTP meanwhile). Each request gets an asyncio queue; the thread hands it
-every token the moment an iteration ends (push-based streaming, spec section 6). A consumer
-that stops early (the client went away) aborts its request, which frees its KV blocks at once.
-If an iteration ever fails, every in-flight request ends with an error event and is aborted,
-and the loop keeps serving new requests.
+The engine thread runs an asyncio loop of its own, and on it the Andes driver
+(`kairos.andes.driver`, the loop the simulator runs) with the torch engine as its worker; the
+model runs there (torch releases the GIL in its kernels, so the server's event loop keeps
+serving HTTP meanwhile). Requests are added and aborted from the server's loop under the
+engine's lock, and wake the driver through its clock. Each request gets an asyncio queue; the
+engine thread hands it every token the moment an iteration ends (push-based streaming, spec
+section 6). A consumer that stops early (the client went away) aborts its request, which frees
+its KV blocks at once. If an iteration ever fails, every in-flight request ends with an error
+event and is aborted, and the loop keeps serving new requests.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import AsyncIterator, Sequence
 
 from kairos.andes.engine.api import EngineStats, QoESpec, SamplingParams, TokenEvent
 from kairos.andes.engine.engine import LLMEngine
+from kairos.sim import AsyncioClock
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +29,9 @@ class AsyncEngine:
     def __init__(self, engine: LLMEngine) -> None:
         self.engine = engine
         self._queues: dict[str, asyncio.Queue[TokenEvent]] = {}
-        self._wake = threading.Condition()
-        self._stopping = False
         self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the server's
+        self._engine_loop: asyncio.AbstractEventLoop | None = None  # the engine thread's
 
     # -- EngineClient ------------------------------------------------------------------
     @property
@@ -52,14 +55,17 @@ class AsyncEngine:
         if self._thread is not None:
             return
         self._loop = asyncio.get_running_loop()
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="kairos-engine", daemon=True)
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(ready,), name="kairos-engine", daemon=True
+        )
         self._thread.start()
+        await asyncio.to_thread(ready.wait)
 
     async def shutdown(self) -> None:
-        with self._wake:
-            self._stopping = True
-            self._wake.notify()
+        loop = self._engine_loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join)
             self._thread = None
@@ -78,8 +84,6 @@ class AsyncEngine:
         finished = False
         try:
             self.engine.add_request(request_id, prompt_ids, params, qoe)  # ValueError: refused
-            with self._wake:
-                self._wake.notify()
             while True:
                 event = await queue.get()
                 finished = event.finish_reason is not None
@@ -91,25 +95,39 @@ class AsyncEngine:
             if not finished:
                 self.engine.abort(request_id)
 
-    # -- the loop thread ---------------------------------------------------------------
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                while not self._stopping and not self.engine.has_unfinished:
-                    self._wake.wait()
-                if self._stopping:
-                    return
-            try:
-                events = self.engine.step()
-            except Exception:  # a failed iteration must not take the server down
-                log.exception("engine iteration failed; aborting in-flight requests")
-                self._fail_all()
-                continue
-            if not events and self.engine.has_unfinished:
-                with self._wake:  # nothing could run (e.g. all waiting on memory): back off
-                    self._wake.wait(0.001)
-            for event in events:
-                self._publish(event)
+    # -- the engine thread ---------------------------------------------------------------
+    def _run(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        self._engine_loop = loop
+        driver = self.engine.driver
+        # the engine stamps arrivals with its wall clock: the loop's clock shares its origin
+        driver.clock = AsyncioClock(loop, origin=self.engine.clock.origin)
+        driver.on_error = self._failed
+        self.engine.emit = self._publish_all
+        ready.set()
+        driver.wake()  # requests queued before the thread started
+        try:
+            loop.run_forever()
+        finally:
+            driver.clock = self.engine.clock
+            driver.busy = False
+            self.engine.emit = None
+            loop.close()
+
+    def _failed(self, exc: BaseException) -> None:
+        log.error("engine iteration failed; aborting in-flight requests", exc_info=exc)
+        self._fail_all()
+
+    def _publish_all(self, events: list[TokenEvent]) -> None:
+        """One hop to the server's loop per iteration, however many streams it fed."""
+        if events and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._deliver, events)
+
+    def _deliver(self, events: list[TokenEvent]) -> None:
+        for event in events:
+            queue = self._queues.get(event.request_id)
+            if queue is not None:
+                queue.put_nowait(event)
 
     def _publish(self, event: TokenEvent) -> None:
         queue = self._queues.get(event.request_id)

@@ -1,15 +1,17 @@
-"""The serving engine: scheduler + model runner + detokenizer, one iteration per `step()`.
+"""The serving engine: the real worker of the Andes driver (model runner + detokenizer).
 
-Deciding and executing are separate, as in vLLM v1: every iteration asks the scheduler
-(`kairos.andes.scheduler.Scheduler`, driven by the same policy objects as the simulator) what
-to run, executes it on the model, and reports back what happened. The engine owns what the
-scheduler deliberately does not know: token ids, sampling, and when a request stops (EOS,
-stop strings; `max_tokens` is the scheduler's). Time is wall-clock seconds since start, so
-the QoE the policy optimises is the QoE the client sees.
+Deciding and executing are separate, as in vLLM v1: the driver (`kairos.andes.driver`, the
+same loop the simulator runs) asks the scheduler what to run each iteration, the engine
+executes it on the model (`execute`), and the driver reports back what happened. The engine
+owns what the scheduler deliberately does not know: token ids, sampling, and when a request
+stops (EOS, stop strings; `max_tokens` is the scheduler's). Time is wall-clock seconds since
+start, so the QoE the policy optimises is the QoE the client sees.
 
-`step()` holds the lock only while the scheduler's state changes (deciding, recording), not
-during the forward pass, so requests can be added or aborted from another thread while the
-model runs.
+The lock is held only while the scheduler's state changes (deciding, recording), not during
+the forward pass, so requests can be added or aborted from another thread while the model
+runs. `step()` runs one iteration synchronously (offline use); a server runs the driver's
+loop on its engine thread (`async_engine`). An engine built without a profile runs on a
+provisional one: `kairos.andes.engine.profiler.calibrated_engine` measures the real one.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
+from kairos.andes.driver import Driver, Executed
 from kairos.andes.engine.api import EngineStats, QoESpec, SamplingParams, TokenEvent
 from kairos.andes.engine.config import BUILTIN_NAME, EngineConfig
 from kairos.andes.engine.kv_cache import KVCache
@@ -36,6 +39,7 @@ from kairos.andes.policies.base import Policy
 from kairos.andes.policies.registry import make_policy
 from kairos.andes.request import Request
 from kairos.andes.scheduler import Scheduler, SchedulerConfig, SchedulerOutput
+from kairos.sim import WallClock
 
 DTYPES = {
     "float32": torch.float32,
@@ -80,6 +84,14 @@ class Counters:
     qoe: deque[float] = field(default_factory=lambda: deque(maxlen=1024))
 
 
+@dataclass
+class ModelIteration(Executed):
+    """An iteration the model ran: each request's new token and the text it added."""
+
+    tokens: dict[str, int] = field(default_factory=dict)
+    deltas: dict[str, str] = field(default_factory=dict)
+
+
 def provisional_profile(cfg: EngineConfig) -> LinearProfile:
     """Stands in only while the engine measures itself for its real profile."""
     return LinearProfile(
@@ -102,6 +114,7 @@ class LLMEngine:
         tokenizer: Tokenizer | None = None,
         latency: LatencyModel | None = None,
         policy: Policy | None = None,
+        clock: WallClock | None = None,
     ) -> None:
         """`policy` overrides `config.policy` with any object of the policy interface."""
         self.config = cfg = config or EngineConfig()
@@ -131,15 +144,26 @@ class LLMEngine:
         self.seqs: dict[str, Sequence_] = {}
         self.counters = Counters()
         self._rng = torch.Generator().manual_seed(cfg.seed)
-        self._origin = time.monotonic()
+        self.clock = clock or WallClock()
         if latency is None and cfg.profile is not None:
             latency = load_profile(cfg.profile)
         self.latency: LatencyModel = latency or provisional_profile(cfg)
-        self.scheduler = self._new_scheduler(self.latency)
-        if latency is None:  # measure this engine on this machine (a few seconds)
-            from kairos.andes.engine.profiler import calibrate
+        self.driver = Driver(self._new_scheduler(self.latency), self, self.clock, lock=self.lock)
+        self.emit: Callable[[list[TokenEvent]], None] | None = None  # a server streams here
+        self._events: list[TokenEvent] = []  # what `step()` returns, when nobody streams
 
-            self.use_latency(calibrate(self, quick=True))
+    @property
+    def scheduler(self) -> Scheduler:
+        return self.driver.scheduler
+
+    @scheduler.setter
+    def scheduler(self, scheduler: Scheduler) -> None:
+        self.driver.scheduler = scheduler
+
+    @property
+    def provisional(self) -> bool:
+        """Running on the stand-in profile (measure the real one before serving)."""
+        return self.latency.name == "provisional"
 
     def _new_scheduler(self, latency: LatencyModel) -> Scheduler:
         cfg = self.config
@@ -164,7 +188,7 @@ class LLMEngine:
             self.scheduler = self._new_scheduler(latency)
 
     def now(self) -> float:
-        return time.monotonic() - self._origin
+        return self.clock.now()
 
     # -- requests ------------------------------------------------------------------------
     def add_request(
@@ -198,24 +222,32 @@ class LLMEngine:
             self.seqs[request_id] = Sequence_(
                 req, list(prompt_ids), params, gen, Detokenizer(self.tokenizer, params.stop)
             )
-            return req
+        self.driver.wake()
+        return req
 
     def abort(self, request_id: str) -> None:
         with self.lock:
-            if request_id in self.seqs:
-                self.scheduler.finish_requests([request_id], self.now(), "abort")
-                self.seqs.pop(request_id)
-                self.counters.aborted += 1
+            if request_id not in self.seqs:
+                return
+            self.scheduler.finish_requests([request_id], self.now(), "abort")
+            self.seqs.pop(request_id)
+            self.counters.aborted += 1
+        self.driver.wake()  # its blocks are free: a waiting request may fit now
 
     @property
     def has_unfinished(self) -> bool:
         return self.scheduler.num_unfinished > 0
 
-    # -- one iteration -------------------------------------------------------------------
+    # -- one iteration (the driver's worker) ------------------------------------------------
     def step(self) -> list[TokenEvent]:
+        """One iteration now (offline use): the events it produced."""
+        self.driver.run_once()
+        events, self._events = self._events, []
+        return events
+
+    def execute(self, out: SchedulerOutput) -> ModelIteration:
         t0 = time.perf_counter()
         with self.lock:
-            out = self.scheduler.schedule(self.now())
             self.counters.preemptions += len(out.recomputed) + len(out.swap_out)
             block_tables = self.scheduler.blocks.tables
             tables, tokens, params, generators = {}, {}, {}, {}
@@ -227,37 +259,46 @@ class LLMEngine:
         new = self.runner.execute(out, tokens, tables, params, generators)
         t2 = time.perf_counter()
         with self.lock:
-            events = self._record(out, new)
-        self.counters.schedule_s += (t1 - t0) + (time.perf_counter() - t2)
+            done = self._take(new)
+        self.counters.schedule_s += out.decision_s + (t1 - t0) + (time.perf_counter() - t2)
         self.counters.execute_s += t2 - t1
         regather = self.runner.last_stage != "reuse"
         self.counters.predicted_s += iteration_time(self.latency, out, regather=regather)
-        return events
+        return done
 
-    def _record(self, out: SchedulerOutput, new: dict[str, int]) -> list[TokenEvent]:
-        t = self.now()
+    def _take(self, new: dict[str, int]) -> ModelIteration:
+        """Append the new tokens and find the requests they stop (EOS, stop strings)."""
         eos = self.tokenizer.eos_token_id
-        stopped: list[str] = []
-        deltas: dict[str, str] = {}
+        done = ModelIteration()
         for rid, tok in new.items():
             seq = self.seqs.get(rid)
             if seq is None or seq.request.is_finished:
                 continue  # aborted while the model ran
             seq.token_ids.append(tok)
             is_eos = tok == eos and not seq.params.ignore_eos
-            deltas[rid], hit = ("", False) if is_eos else seq.detok.add(tok)
+            delta, hit = ("", False) if is_eos else seq.detok.add(tok)
+            done.tokens[rid], done.deltas[rid] = tok, delta
             if hit or is_eos:
-                stopped.append(rid)
-        self.scheduler.update_from_output(out, t, stopped)
+                done.stopped.append(rid)
+        return done
+
+    def recorded(self, out: SchedulerOutput, executed: Executed, t: float) -> None:
+        """The scheduler recorded the iteration: stream every new token and every end."""
+        ran = executed if isinstance(executed, ModelIteration) else ModelIteration()
         events: list[TokenEvent] = []
-        for rid, delta in deltas.items():
-            seq = self.seqs[rid]
-            events.append(self._event(seq, new[rid], delta, t))
-        for r in out.finished:  # stopped inside schedule(): its context outgrew the cache
-            seq = self.seqs.get(r.request_id)
-            if seq is not None and not seq.reported:
-                events.append(self._event(seq, None, "", t))
-        return events
+        with self.lock:
+            for rid, delta in ran.deltas.items():
+                seq = self.seqs.get(rid)
+                if seq is not None:  # not aborted meanwhile
+                    events.append(self._event(seq, ran.tokens[rid], delta, t))
+            for r in out.finished:  # stopped inside schedule(): its context outgrew the cache
+                seq = self.seqs.get(r.request_id)
+                if seq is not None and not seq.reported:
+                    events.append(self._event(seq, None, "", t))
+        if self.emit is not None:
+            self.emit(events)
+        else:
+            self._events.extend(events)
 
     def _event(self, seq: Sequence_, token: int | None, delta: str, t: float) -> TokenEvent:
         r = seq.request

@@ -12,12 +12,13 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from kairos.andes.engine.api import QoESpec, SamplingParams
+from kairos.andes.engine.config import EngineConfig
 from kairos.andes.latency import LinearProfile, fit_profile
 from kairos.andes.policies.fcfs import FCFSPolicy
 from kairos.andes.scheduler import Scheduler, SchedulerConfig
@@ -169,3 +170,15 @@ def fit(
         block_size=cfg.block_size,
         regather_samples=regather,
     )
+
+
+def calibrated_engine(config: EngineConfig, **kwargs: Any) -> LLMEngine:
+    """An engine with a latency profile: the config's (or the one passed as `latency=`), else
+    one measured now on this machine (a few seconds). Measuring runs real iterations, so it
+    happens here, before serving, and never inside the engine's constructor."""
+    from kairos.andes.engine.engine import LLMEngine
+
+    engine = LLMEngine(config, **kwargs)
+    if engine.provisional:
+        engine.use_latency(calibrate(engine, quick=True))
+    return engine

@@ -28,8 +28,8 @@ import httpx
 import numpy as np
 from pydantic import BaseModel, Field
 
-from kairos.andes.experiments.common import publish
 from kairos.experiments import ExperimentContext, experiment
+from kairos.experiments.publish import publish
 from kairos.report import save_cdf_plot
 
 
@@ -277,7 +277,7 @@ def serving(cfg: ServingConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         summary["andes_over_fcfs_simulated"] = (
             by["andes"]["simulated_avg_qoe"] / by["fcfs"]["simulated_avg_qoe"]
         )
-    publish(ctx, "serving", cfg, rows, summary, "serving: measured (kairos bench) vs simulated")
+    publish(ctx, "serving", cfg, rows, "serving: measured (kairos bench) vs simulated", summary)
     save_cdf_plot(
         ctx.out_dir / "serving_qoe_cdf.png",
         curves,
