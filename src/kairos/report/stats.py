@@ -1,13 +1,78 @@
-"""Summary statistics used by every report: mean, spread, percentiles and the empirical CDF."""
+"""Summary statistics used by every report: mean, spread, percentiles, a confidence interval over
+seeds, and the empirical CDF.
+
+`percentile_summary` is the one place a list of latencies, QoE values or scheduler times becomes
+`mean`/`std`/`p50`/`p99`: the bench report, the Orloj load generator and server, and the Andes
+`/metrics` summary all read it, so they agree on what a percentile is (numpy's linear
+interpolation) and on what is left out (non-finite values: a failed request's NaN latency).
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 from pydantic import BaseModel
+from scipy import stats as sps
 
 PERCENTILES = (50, 90, 95, 99)
+
+
+def finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """The finite values as a float64 array (NaN and infinities dropped)."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    return x[np.isfinite(x)]
+
+
+def percentile_key(p: float) -> str:
+    """`p50`, `p99`, `p99.9`: the column name of a percentile."""
+    return f"p{p:g}"
+
+
+def percentile_summary(
+    values: Sequence[float] | np.ndarray,
+    percentiles: Sequence[float] = (50, 90, 99),
+    *,
+    empty: float = math.nan,
+) -> dict[str, float]:
+    """`n`, `mean`, `std` (population) and one `p<k>` per percentile over the finite values.
+
+    With no finite value, `n` is 0 and every other entry is `empty` (NaN by default; a counter
+    that reads 0 until there is data passes `empty=0.0`).
+    """
+    x = finite(values)
+    keys = ["mean", "std", *(percentile_key(p) for p in percentiles)]
+    if x.size == 0:
+        return {"n": 0, **dict.fromkeys(keys, empty)}
+    qs = np.percentile(x, list(percentiles)) if percentiles else []
+    return {
+        "n": int(x.size),
+        "mean": float(x.mean()),
+        "std": float(x.std()),
+        **{percentile_key(p): float(q) for p, q in zip(percentiles, qs, strict=True)},
+    }
+
+
+def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The mean and the half-width of its `level` confidence interval (Student's t with n-1
+    degrees of freedom over the sample standard deviation): the spread across seeds.
+
+    Unlike `percentile_summary`, nothing is dropped: a seed whose metric is NaN or infinite (a
+    job that never finished) makes the mean so, rather than vanishing from it. The half-width
+    is NaN for fewer than two values (one seed says nothing about the spread; 0 would claim a
+    certainty the run does not have) or any non-finite one.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    x = np.asarray(values, dtype=np.float64).ravel()
+    if x.size == 0:
+        return math.nan, math.nan
+    mean = float(x.mean())
+    if x.size < 2 or not np.all(np.isfinite(x)):
+        return mean, math.nan
+    sem = float(x.std(ddof=1)) / math.sqrt(x.size)
+    return mean, float(sps.t.ppf(0.5 + level / 2, x.size - 1)) * sem
 
 
 class Summary(BaseModel):
@@ -24,23 +89,10 @@ class Summary(BaseModel):
 
 def summarize(values: Sequence[float] | np.ndarray) -> Summary:
     """Summary of the finite values; an empty input gives n=0 and NaNs."""
-    x = np.asarray(values, dtype=np.float64)
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        nan = float("nan")
-        return Summary(n=0, mean=nan, std=nan, min=nan, p50=nan, p90=nan, p95=nan, p99=nan, max=nan)
-    p50, p90, p95, p99 = (float(v) for v in np.percentile(x, PERCENTILES))
-    return Summary(
-        n=int(x.size),
-        mean=float(x.mean()),
-        std=float(x.std()),
-        min=float(x.min()),
-        p50=p50,
-        p90=p90,
-        p95=p95,
-        p99=p99,
-        max=float(x.max()),
-    )
+    x = finite(values)
+    s = percentile_summary(x, PERCENTILES)
+    lo, hi = (float(x.min()), float(x.max())) if x.size else (math.nan, math.nan)
+    return Summary.model_validate({**s, "min": lo, "max": hi})
 
 
 def cdf(values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -30,6 +30,7 @@ import numpy as np
 
 from kairos.andes.metrics import stream_metrics
 from kairos.andes.qoe import qoe_at
+from kairos.report.stats import percentile_summary
 
 GOODPUT_KEYS = ("ttft", "tpot", "e2el")
 
@@ -115,17 +116,10 @@ def parse_goodput(items: Iterable[str] | None) -> dict[str, float]:
 
 
 def _stats(name: str, values: Sequence[float], scale: float, unit: str) -> dict[str, float]:
-    x = np.asarray(values, dtype=np.float64)
-    x = x[np.isfinite(x)] * scale
-    if x.size == 0:
-        nan = math.nan
-        return {f"{k}_{name}{unit}": nan for k in ("mean", "median", "std", "p99")}
-    return {
-        f"mean_{name}{unit}": float(x.mean()),
-        f"median_{name}{unit}": float(np.median(x)),
-        f"std_{name}{unit}": float(x.std()),
-        f"p99_{name}{unit}": float(np.percentile(x, 99)),
-    }
+    """`vllm bench serve`'s columns (mean, median, std, p99) from the shared summary."""
+    s = percentile_summary(np.asarray(values, dtype=np.float64) * scale, (50, 99))
+    names = {"mean": "mean", "median": "p50", "std": "std", "p99": "p99"}
+    return {f"{k}_{name}{unit}": s[v] for k, v in names.items()}
 
 
 def _good(r: RequestRecord, slo_ms: Mapping[str, float]) -> bool:

@@ -6,19 +6,17 @@ mixes two moments of the engine. Names are prefixed `kairos_andes_`.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from kairos.andes.engine.api import EngineStats
+from kairos.report.stats import finite, percentile_key, percentile_summary
 from kairos.runtime.prometheus import CONTENT_TYPE, Families, SnapshotCollector
 
 PREFIX = "kairos_andes_"
 __all__ = ["CONTENT_TYPE", "PREFIX", "AndesCollector", "ServerCounters"]
-QOE_QUANTILES = (0.5, 0.9, 0.99)
+QOE_PERCENTILES = (50, 90, 99)  # exposed as the quantiles 0.5, 0.9, 0.99
 
 
 @dataclass
@@ -75,12 +73,12 @@ class AndesCollector(SnapshotCollector):
             "code",
             {str(c): n for c, n in sorted(server.http_responses.items())},
         )
-        qoe = np.asarray(stats.qoe, dtype=np.float64)
-        values = np.quantile(qoe, QOE_QUANTILES) if qoe.size else [math.nan] * len(QOE_QUANTILES)
+        qoe = finite(stats.qoe)
+        pct = percentile_summary(qoe, QOE_PERCENTILES)
         out.summary(
             "qoe",
             "QoE of the engine's window of recently finished requests (1 is perfect).",
-            dict(zip(QOE_QUANTILES, (float(v) for v in values), strict=True)),
+            {p / 100: pct[percentile_key(p)] for p in QOE_PERCENTILES},
             total=float(qoe.sum()),
             count=int(qoe.size),
         )

@@ -27,6 +27,7 @@ import numpy as np
 
 from kairos.orloj import arrivals
 from kairos.orloj.runtime.models import ServedModel
+from kairos.report.stats import percentile_summary
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,8 @@ class LoadReport:
         by_app: dict[str, list[bool]] = {}
         for r in self.replies:
             by_app.setdefault(r.app, []).append(r.outcome == "ok")
-        ok_lat = [r.latency_ms for r in self.replies if r.outcome == "ok"]
+        ok_lat = percentile_summary([r.latency_ms for r in self.replies if r.outcome == "ok"])
+        lag = percentile_summary([r.send_lag_ms for r in self.replies], (99,), empty=0.0)
         sizes = [r.batch_size for r in self.replies if r.batch_size > 0]
         return {
             "requests": n,
@@ -114,12 +116,10 @@ class LoadReport:
             "outcomes": dict(sorted(outcomes.items())),
             "finish_rate_by_app": {a: float(np.mean(v)) for a, v in sorted(by_app.items())},
             "goodput_rps": outcomes["ok"] / self.duration_s if self.duration_s > 0 else 0.0,
-            "latency_ok_p50_ms": float(np.percentile(ok_lat, 50)) if ok_lat else float("nan"),
-            "latency_ok_p99_ms": float(np.percentile(ok_lat, 99)) if ok_lat else float("nan"),
+            "latency_ok_p50_ms": ok_lat["p50"],
+            "latency_ok_p99_ms": ok_lat["p99"],
             "mean_batch_size": float(np.mean(sizes)) if sizes else 0.0,
-            "send_lag_p99_ms": float(np.percentile([r.send_lag_ms for r in self.replies], 99))
-            if n
-            else 0.0,
+            "send_lag_p99_ms": lag["p99"],
             "duration_s": self.duration_s,
         }
 

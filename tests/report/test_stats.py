@@ -1,0 +1,80 @@
+"""The shared summaries (`kairos.report.stats`) against numpy and scipy, on any input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from kairos.report.stats import mean_ci, percentile_key, percentile_summary, summarize
+
+FINITE = st.floats(-1e6, 1e6, allow_nan=False)
+ANY = st.one_of(FINITE, st.just(math.nan), st.just(math.inf), st.just(-math.inf))
+PCTS = st.lists(st.floats(0, 100), min_size=1, max_size=5, unique=True)
+
+
+@given(st.lists(ANY, max_size=100), PCTS)
+def test_percentile_summary_is_numpy_over_the_finite_values(
+    xs: list[float], ps: list[float]
+) -> None:
+    got = percentile_summary(xs, ps)
+    x = np.array([v for v in xs if math.isfinite(v)])
+    assert got["n"] == x.size
+    if x.size == 0:
+        assert all(math.isnan(v) for k, v in got.items() if k != "n")
+        return
+    assert got["mean"] == pytest.approx(np.mean(x), rel=1e-9, abs=1e-9)
+    assert got["std"] == pytest.approx(np.std(x), rel=1e-9, abs=1e-9)
+    for p in ps:
+        assert got[percentile_key(p)] == pytest.approx(np.percentile(x, p), rel=1e-9, abs=1e-9)
+
+
+@given(st.lists(FINITE, min_size=1, max_size=100))
+def test_percentiles_are_ordered_and_within_the_range(xs: list[float]) -> None:
+    got = percentile_summary(xs, (0, 10, 50, 90, 99, 100))
+    values = [got[k] for k in ("p0", "p10", "p50", "p90", "p99", "p100")]
+    assert values == sorted(values)
+    assert (values[0], values[-1]) == (min(xs), max(xs))
+
+
+def test_percentile_keys_and_the_empty_value() -> None:
+    assert [percentile_key(p) for p in (50, 99, 99.9, 12.5)] == ["p50", "p99", "p99.9", "p12.5"]
+    empty = percentile_summary([math.nan], (99,), empty=0.0)
+    assert empty == {"n": 0, "mean": 0.0, "std": 0.0, "p99": 0.0}
+
+
+@given(st.lists(FINITE, min_size=1, max_size=60))
+def test_summarize_agrees_with_percentile_summary(xs: list[float]) -> None:
+    s = summarize(xs)
+    p = percentile_summary(xs, (50, 90, 95, 99))
+    assert (s.n, s.mean, s.std, s.p50, s.p90, s.p95, s.p99) == (
+        p["n"], p["mean"], p["std"], p["p50"], p["p90"], p["p95"], p["p99"]
+    )  # fmt: skip
+    assert (s.min, s.max) == (min(xs), max(xs))
+
+
+@given(st.lists(FINITE, min_size=2, max_size=30), st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+def test_mean_ci_is_the_student_t_interval(xs: list[float], level: float) -> None:
+    mean, half = mean_ci(xs, level)
+    x = np.asarray(xs)
+    assert mean == pytest.approx(np.mean(x), rel=1e-9, abs=1e-9)
+    sem = sps.sem(x)
+    if sem == 0:
+        assert half == 0
+        return
+    lo, hi = sps.t.interval(level, x.size - 1, loc=np.mean(x), scale=sem)
+    assert half == pytest.approx((hi - lo) / 2, rel=1e-6, abs=1e-9)
+    assert half > 0
+
+
+def test_mean_ci_with_one_value_or_a_non_finite_one_has_no_width() -> None:
+    assert mean_ci([3.0])[0] == 3.0 and math.isnan(mean_ci([3.0])[1])
+    mean, half = mean_ci([1.0, math.inf])
+    assert mean == math.inf and math.isnan(half)  # a run that never finished is not dropped
+    assert all(math.isnan(v) for v in mean_ci([]))
+    with pytest.raises(ValueError, match="level"):
+        mean_ci([1.0, 2.0], 1.0)
