@@ -10,10 +10,11 @@ from pydantic import BaseModel
 
 import kairos.andes.experiments.paper as paper
 from kairos.andes.capacity import capacity
-from kairos.andes.experiments.common import BASELINES, plot_metric, policy_sweep, publish
+from kairos.andes.experiments.common import BASELINES, plot_metric, policy_sweep
 from kairos.andes.experiments.workload import SimPoint, base_rate
 from kairos.andes.latency import DEFAULT_PROFILE, PROFILES
 from kairos.experiments import ExperimentContext, experiment
+from kairos.experiments.publish import publish
 from kairos.report import save_line_plot
 
 ALL_PROFILES = list(PROFILES)
@@ -60,8 +61,8 @@ def e2(cfg: IntensityConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         "e2",
         cfg,
         rows,
-        summary,
         "E2: average QoE vs burst intensity",
+        summary,
         [
             "profile",
             "intensity",
@@ -132,7 +133,7 @@ def capacity_table(cfg: CapacityConfig, ctx: ExperimentContext) -> list[dict[str
             row["gain"] = a / f if f and f == f else math.nan
             row["paper_gain"] = paper.CAPACITY_GAIN_SHAREGPT.get(prof, {}).get(t, math.nan)
             rows.append(row)
-    publish(ctx, "capacity", cfg, rows, {}, "Serving capacity (burst req/s) and gain vs paper")
+    publish(ctx, "capacity", cfg, rows, "Serving capacity (burst req/s) and gain vs paper")
     return rows
 
 
@@ -170,11 +171,11 @@ def e3(cfg: DurationConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         "e3",
         cfg,
         rows,
+        "E3: average QoE vs burst duration",
         {
             "max_gain": max(gains.values(), default=math.nan),
             "paper_max_gain": paper.MAX_QOE_GAIN_DURATION,
         },
-        "E3: average QoE vs burst duration",
         ["duration", "policy", "avg_qoe", "share_qoe_095", "avg_ttft", "avg_tds"],
     )
     return rows
@@ -219,9 +220,8 @@ def e5(cfg: DurationConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         "e5",
         cfg,
         rows,
-        {},
         "E5: overhead-aware refiner ablation",
-        ["duration", "policy", "avg_qoe", "preemptions_per_request", "avg_ttft"],
+        columns=["duration", "policy", "avg_qoe", "preemptions_per_request", "avg_ttft"],
     )
     return rows
 
@@ -278,9 +278,8 @@ def ablation(cfg: AblationConfig, ctx: ExperimentContext) -> list[dict[str, Any]
         "ablation",
         cfg,
         rows,
-        {},
         "Anti-thrash guards: QoE and preemptions",
-        ["intensity", "policy", "avg_qoe", "preemptions_per_request", "avg_ttft", "solves"],
+        columns=["intensity", "policy", "avg_qoe", "preemptions_per_request", "avg_ttft", "solves"],
     )
     return rows
 
@@ -318,9 +317,8 @@ def e7(cfg: HorizonConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         "e7",
         cfg,
         rows,
-        {},
         "E7: average QoE vs Δt (baselines for reference)",
-        ["policy", "avg_qoe", "share_qoe_095", "avg_ttft", "preemptions_per_request"],
+        columns=["policy", "avg_qoe", "share_qoe_095", "avg_ttft", "preemptions_per_request"],
     )
     andes_rows = [r for r in rows if r["policy"].startswith("andes")]
     base_rows = {r["policy"]: r["avg_qoe"] for r in rows if not r["policy"].startswith("andes")}
@@ -369,8 +367,7 @@ def e8(cfg: PoissonConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         "e8",
         cfg,
         rows,
-        {},
         "E8: average QoE vs Poisson arrival rate",
-        ["load_factor", "rate", "policy", "avg_qoe", "share_qoe_095", "avg_ttft"],
+        columns=["load_factor", "rate", "policy", "avg_qoe", "share_qoe_095", "avg_ttft"],
     )
     return rows

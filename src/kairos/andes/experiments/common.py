@@ -1,4 +1,5 @@
-"""Helpers shared by the Andes experiments: policy sweeps, tables, plots, result files."""
+"""Helpers shared by the Andes experiments: policy sweeps over seeds and plots (the sweep and
+`publish` themselves are the shared `kairos.experiments.seeds` and `.publish`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 
 from kairos.andes.experiments.workload import SimPoint, run_point
 from kairos.experiments import ExperimentContext
-from kairos.report import print_table, save_line_plot, write_result
+from kairos.experiments.seeds import Cell, seed_sweep
+from kairos.report import save_line_plot
 
 BASELINES = ("fcfs", "sarathi", "lqsf", "andes")
 SUMMARY_KEYS = (
@@ -29,26 +31,18 @@ def policy_sweep(
     variants: dict[str, dict[str, Any]] | None = None,
     seeds: Sequence[int] = (0,),
 ) -> list[dict[str, Any]]:
-    """Rows of (axis value, policy label, metrics averaged over seeds).
+    """Rows of (axis value, policy label, each metric's mean and 95% CI over the seeds).
 
     `variants` maps a label to SimPoint updates (e.g. an Andes ablation); plain policy names
     in `policies` become `{"policy": name}`.
     """
     labels = {p: {"policy": p} for p in policies} | dict(variants or {})
-    points = [{axis: v, "seed": s, **upd} for v in values for upd in labels.values() for s in seeds]
-    results = ctx.sweep(run_point, base, points, description=f"{axis} sweep")
-    rows: list[dict[str, Any]] = []
-    i = 0
-    for v in values:
-        for label in labels:
-            group = results[i : i + len(seeds)]
-            i += len(seeds)
-            row: dict[str, Any] = {axis: v, "policy": label}
-            for key in group[0]:
-                if isinstance(group[0][key], int | float):
-                    row[key] = sum(float(g[key]) for g in group) / len(group)
-            rows.append(row)
-    return rows
+    cells = [
+        Cell({axis: v, "policy": label}, {axis: v, **upd})
+        for v in values
+        for label, upd in labels.items()
+    ]
+    return seed_sweep(ctx, run_point, base, cells, seeds, description=f"{axis} sweep")
 
 
 def pivot(
@@ -59,22 +53,6 @@ def pivot(
     for r in rows:
         series.setdefault(r["policy"], []).append(float(r[metric]))
     return xs, series
-
-
-def publish(
-    ctx: ExperimentContext,
-    name: str,
-    config: Any,
-    rows: list[dict[str, Any]],
-    summary: dict[str, Any],
-    title: str,
-    columns: Sequence[str] | None = None,
-) -> None:
-    shown = [{k: r[k] for k in columns if k in r} for r in rows] if columns else rows
-    print_table(shown, title=title)
-    if summary:
-        print_table([summary], title=f"{name}: summary (paper beside ours)")
-    write_result(ctx.out_dir, name, config=config, rows=rows, summary=summary)
 
 
 def plot_metric(

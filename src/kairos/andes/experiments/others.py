@@ -10,11 +10,12 @@ import numpy as np
 from pydantic import BaseModel
 
 import kairos.andes.experiments.paper as paper
-from kairos.andes.experiments.common import plot_metric, policy_sweep, publish
+from kairos.andes.experiments.common import plot_metric, policy_sweep
 from kairos.andes.experiments.workload import SimPoint, run_point
 from kairos.andes.latency import DEFAULT_PROFILE
 from kairos.andes.qoe import READER_SPEEDS, qoe_at
 from kairos.experiments import ExperimentContext, experiment
+from kairos.experiments.publish import publish
 from kairos.report import save_cdf_plot, save_line_plot, summarize
 
 # Figure 5's cases with a=0, TTFT target 1 s, 1 token/s, ten tokens (ideal I_j = j).
@@ -40,8 +41,8 @@ def e1(cfg: NoConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         "e1",
         cfg,
         rows,
-        {"order": order, "paper_order": "(a) > (d) > (b),(c)"},
         "E1: QoE of the four cases",
+        {"order": order, "paper_order": "(a) > (d) > (b),(c)"},
     )
     save_line_plot(
         ctx.out_dir / "e1.png",
@@ -122,7 +123,7 @@ def e4(cfg: TraceConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
             "tds_change": a["avg_tds"] / f["avg_tds"] - 1,
             "peak_queue_reduction": 1 - a["peak_waiting"] / max(f["peak_waiting"], 1),
         }
-    publish(ctx, "e4", cfg, rows, summary, "E4: Azure conversation trace")
+    publish(ctx, "e4", cfg, rows, "E4: Azure conversation trace", summary)
     return rows
 
 
@@ -155,12 +156,12 @@ def e6(cfg: SolverConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         "e6",
         cfg,
         rows,
+        "E6: greedy vs DP",
         {
             "dp_over_greedy_time": float(np.mean(speed)),
             "greedy_over_dp_qoe": float(np.mean(qoe_ratio)),
             "paper_speedup": paper.GREEDY_SPEEDUP_OVER_DP,
         },
-        "E6: greedy vs DP",
         ["intensity", "policy", "avg_qoe", "mean_solve_ms", "solves"],
     )
     plot_metric(ctx, rows, "intensity", "avg_qoe", "e6.png", "burst intensity", "average QoE", "E6")
@@ -202,13 +203,13 @@ def e9(cfg: VoiceConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         "e9",
         cfg,
         rows,
+        "E9: silence-time ratio",
         {
             "max_fcfs_silence": max(by[(h, "fcfs")] for h in cfg.intensities),
             "max_reduction": max(red, default=math.nan),
             "paper_vllm_silence": paper.VOICE_SILENCE_VLLM,
             "paper_reduction": paper.VOICE_SILENCE_REDUCTION,
         },
-        "E9: silence-time ratio",
         ["intensity", "policy", "silence_ratio", "avg_qoe"],
     )
     return rows
@@ -250,7 +251,7 @@ def e10(cfg: ObjectivesConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
                 "share_perfect": float((q >= 0.999).mean()),
             }
         )
-    publish(ctx, "e10", cfg, rows, {}, "E10: objectives (the paper prints no numbers)")
+    publish(ctx, "e10", cfg, rows, "E10: objectives (the paper prints no numbers)")
     return rows
 
 
@@ -300,8 +301,8 @@ def e11(cfg: GainConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         "e11",
         cfg,
         rows,
-        summary,
         "E11: ideal vs realised gain",
+        summary,
         ["load_factor", "policy", "avg_qoe", "avg_tds"],
     )
     return rows

@@ -19,8 +19,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from kairos.experiments import ExperimentContext, experiment
+from kairos.experiments.publish import publish
 from kairos.orloj.hull import make_index
-from kairos.report import print_table, save_line_plot, write_result
+from kairos.report import print_table, save_line_plot
 
 
 class HullBenchConfig(BaseModel):
@@ -89,12 +90,12 @@ def hull(cfg: HullBenchConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         growth = mine[-1]["insert_us"] / mine[0]["insert_us"]
         summary[kind] = {"fit_a_us": a, "fit_c_us": c, "r2": r2, "insert_growth": growth}
     summary["n_growth"] = cfg.sizes[-1] / cfg.sizes[0]
-    print_table(rows, title="E7: per-request insertion and query time (us)")
+    title = "E7: per-request insertion and query time (us)"
+    publish(ctx, "hull", cfg, rows, title, summary, show_summary=False, seed=cfg.seed)
     print_table(
         [{"index": k, **v} for k, v in summary.items() if isinstance(v, dict)],
         title="E7: insertion fit a + c log^2 n (the paper's curve fits with R^2 >= 0.9)",
     )
-    write_result(ctx.out_dir, "hull", config=cfg, rows=rows, summary=summary, seed=cfg.seed)
     for metric in ("insert_us", "query_us"):
         save_line_plot(
             ctx.out_dir / f"hull_{metric}.png",

@@ -12,6 +12,7 @@ from pydantic import Field
 
 import kairos.orloj.experiments.paper as paper
 from kairos.experiments import ExperimentContext, experiment
+from kairos.experiments.publish import publish
 from kairos.orloj.experiments.tables import (
     TableConfig,
     publish_sweep,
@@ -21,7 +22,7 @@ from kairos.orloj.experiments.tables import (
 )
 from kairos.orloj.systems import PAPER_SYSTEMS
 from kairos.orloj.workloads import get_workload
-from kairos.report import print_table, save_line_plot, write_result
+from kairos.report import print_table, save_line_plot
 
 QUICK: dict[str, Any] = {"seeds": [0], "slo_mults": [1.5, 3.0], "n_requests": 1200}
 
@@ -65,8 +66,8 @@ def b_sweep(cfg: BSweepConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         values = [r["finish_rate"] for r in rows if r["slo_mult"] == m]
         spread[f"spread_at_{m:g}x"] = float(max(values) - min(values))
     summary = {**spread, "max_spread": max(spread.values()), "spec_max": paper.B_SPREAD_MAX}
-    print_table([summary], title="E5: finish-rate spread across b (spec: <= 0.05)")
-    write_result(ctx.out_dir, "b_sweep", config=cfg, rows=rows, summary=summary)
+    title = "E5: finish-rate spread across b (spec: <= 0.05)"
+    publish(ctx, "b_sweep", cfg, rows, summary=summary, summary_title=title)
     xs = [math.log10(b) for b in cfg.b_values]
     _by_slo_plot(ctx, "b_sweep.png", rows, xs, list(labels), "log10 b (per ms)", "Fig 4.13")
     return rows
@@ -124,7 +125,8 @@ def scale_down(cfg: ScaleDownConfig, ctx: ExperimentContext) -> list[dict[str, A
             top = max(r["finish_rate"] for r in mine)
             stable = [r["p99_ms"] for r in mine if r["finish_rate"] >= top - 0.1]
             summary[f"{s}_smallest_stable_p99_ms_at_{m:g}x"] = min(stable)
-    print_table([summary], title="E6: smallest P99 whose finish rate is within 0.1 of the top")
+    title = "E6: smallest P99 whose finish rate is within 0.1 of the top"
+    publish(ctx, "scale_down", cfg, rows, summary=summary, summary_title=title)
     print_table(
         [
             {k: r[k] for k in ("system", "slo_mult", "finish_rate", "overhead_cost")}
@@ -133,7 +135,6 @@ def scale_down(cfg: ScaleDownConfig, ctx: ExperimentContext) -> list[dict[str, A
         ],
         title="E6: finish rate with charged overhead, and what the overhead cost",
     )
-    write_result(ctx.out_dir, "scale_down", config=cfg, rows=rows, summary=summary)
     for s in cfg.systems:
         names = [_scale_label(s, t, True) for t in cfg.p99_targets_ms]
         mine = [r for r in rows if r["system"] in names]

@@ -16,10 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import kairos.orloj.experiments.paper as paper
 from kairos.experiments import ExperimentContext
+from kairos.experiments.publish import publish
+from kairos.experiments.seeds import Cell, seed_average, seed_runs
 from kairos.orloj.arrivals import ArrivalKind
 from kairos.orloj.experiments.point import SimPoint, run_point
 from kairos.orloj.systems import PAPER_SYSTEMS
-from kairos.report import print_table, save_line_plot, write_result
+from kairos.report import print_table, save_line_plot
 
 METRICS = (
     "finish_rate",
@@ -72,35 +74,34 @@ def sweep_table(
     variants: dict[str, dict[str, Any]] | None = None,
     description: str = "",
 ) -> list[dict[str, Any]]:
-    """Rows of (workload, slo_mult, system label) with metrics averaged over the seeds.
+    """Rows of (workload, slo_mult, system label) with each metric's mean over the seeds and
+    its 95% CI half-width (`finish_rate`, `finish_rate_ci95`, ...), and the paper's value.
 
     `variants` maps a label to SimPoint updates (e.g. an Orloj option set); by default each
     of `cfg.systems` is its own label."""
     labels = variants or {
         s: {"system": s, "options": cfg.system_options.get(s, {})} for s in cfg.systems
     }
-    points = [
-        {"workload": w, "slo_mult": m, "seed": s, **upd}
+    cells = [
+        Cell({"workload": w, "slo_mult": m, "system": label}, {"workload": w, "slo_mult": m, **upd})
         for w in cfg.workloads
         for m in cfg.slo_mults
-        for upd in labels.values()
-        for s in cfg.seeds
+        for label, upd in labels.items()
     ]
-    results = iter(ctx.sweep(run_point, cfg.base(), points, description or "orloj sweep"))
+    groups = seed_runs(ctx, run_point, cfg.base(), cells, cfg.seeds, description or "orloj sweep")
     rows: list[dict[str, Any]] = []
-    for w in cfg.workloads:
-        for m in cfg.slo_mults:
-            for label, upd in labels.items():
-                group = [next(results) for _ in cfg.seeds]
-                finish = [g["finish_rate"] for g in group]
-                row: dict[str, Any] = {"workload": w, "slo_mult": m, "system": label}
-                row["finish_rate"] = float(np.mean(finish))
-                row["finish_std"] = float(np.std(finish))
-                row["paper"] = paper.paper_value(w, m, str(upd.get("system", label)))
-                for key in METRICS[1:]:
-                    row[key] = float(np.mean([g[key] for g in group]))
-                row["slo_ms"] = group[0]["slo_ms"]
-                rows.append(row)
+    for cell, group in zip(cells, groups, strict=True):
+        w, m, label = (cell.labels[k] for k in ("workload", "slo_mult", "system"))
+        system = str(labels[label].get("system", label))
+        rows.append(
+            {
+                **cell.labels,
+                "seeds": len(group),
+                **seed_average(group, METRICS),
+                "paper": paper.paper_value(w, m, system),
+                "slo_ms": group[0]["slo_ms"],
+            }
+        )
     return rows
 
 
@@ -131,20 +132,18 @@ def publish_sweep(
 ) -> None:
     """One variable swept (`key` over `values`): JSON and CSV, a finish-rate table, one plot
     per workload and SLO multiple."""
-    write_result(ctx.out_dir, name, config=cfg, rows=rows, summary={})
     cells = [(w, m) for w in cfg.workloads for m in cfg.slo_mults]
 
     def at(w: str, m: float, x: float, s: str) -> float:
         return mean_finish(rows, workload=w, slo_mult=m, system=s, **{key: x})
 
-    print_table(
-        [
-            {"workload": w, "slo": m, key: x, **{s: at(w, m, x, s) for s in systems}}
-            for w, m in cells
-            for x in values
-        ],
-        title=f"{name}: finish rate",
-    )
+    shown = [
+        {"workload": w, "slo": m, key: x, **{s: at(w, m, x, s) for s in systems}}
+        for w, m in cells
+        for x in values
+    ]
+    print_table(shown, title=f"{name}: finish rate")
+    publish(ctx, name, cfg, rows)
     for w, m in cells:
         save_line_plot(
             ctx.out_dir / f"{name}_{slug(w)}_{m:g}x.png",
@@ -226,7 +225,7 @@ def publish_table(
     print_table(shown, title=f"{title}: finish rate, ours / paper")
     avg = averages(rows, labels)
     print_table([_compact(a, labels) for a in avg], title=f"{name}: average over workloads")
-    write_result(ctx.out_dir, name, config=cfg, rows=rows, summary={"averages": avg})
+    publish(ctx, name, cfg, rows, summary={"averages": avg}, show_summary=False)
     for w in dict.fromkeys(r["workload"] for r in rows):
         plot_workload(ctx, name, rows, w, labels)
     xs = [a["slo_mult"] for a in avg]

@@ -9,8 +9,9 @@ from pydantic import BaseModel
 
 import kairos.venn.experiments.paper as paper
 from kairos.experiments import ExperimentContext, experiment
+from kairos.experiments.publish import publish
 from kairos.report import save_line_plot
-from kairos.venn.experiments.common import FULL_SEEDS, publish, run_grid, speedups
+from kairos.venn.experiments.common import FULL_SEEDS, run_grid, speedups
 from kairos.venn.experiments.point import VennPoint
 
 QUICK_ONE = {"seeds": [1], "round_scale": 0.025}

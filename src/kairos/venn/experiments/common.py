@@ -1,4 +1,4 @@
-"""Helpers shared by the Venn experiments: policy x workload x seed sweeps, speed-ups, output.
+"""Helpers shared by the Venn experiments: policy x workload x seed sweeps, speed-ups, plots.
 
 Speed-ups are computed per seed (same job trace and device fleet for every policy of a seed)
 and then averaged, so the spread across seeds is reported as well as the mean.
@@ -13,7 +13,9 @@ import numpy as np
 from pydantic import BaseModel
 
 from kairos.experiments import ExperimentContext
-from kairos.report import print_table, save_line_plot, write_result
+from kairos.experiments.seeds import CI_SUFFIX, Cell, seed_runs
+from kairos.report import save_line_plot
+from kairos.report.stats import mean_ci
 from kairos.venn.experiments.point import VennPoint, run_point
 
 BASELINES = ("random", "fifo", "srsf", "venn")
@@ -33,17 +35,20 @@ def run_grid(
     dicts update `workload`/`fleet`/`sim` fields); a policy label maps to point updates.
 
     Returns one row per (cell, label, seed) with the cell's keys, `label`, `seed` and the
-    point's result.
+    point's result: the seeds stay apart, because a speed-up is a ratio taken within a seed
+    (same job trace, same fleet) before it is averaged (`speedups`).
     """
-    points: list[dict[str, Any]] = []
-    meta: list[dict[str, Any]] = []
-    for cell in cells:
-        for label, upd in policies.items():
-            for seed in seeds:
-                points.append(_merge(base, {**cell, **upd, "seed": seed}))
-                meta.append({**_flat(cell), "label": label, "seed": seed})
-    results = ctx.sweep(run_point, base, points, description=description)
-    return [{**m, **r} for m, r in zip(meta, results, strict=True)]
+    grid = [
+        Cell({**_flat(cell), "label": label}, _merge(base, {**cell, **upd}))
+        for cell in cells
+        for label, upd in policies.items()
+    ]
+    groups = seed_runs(ctx, run_point, base, grid, seeds, description)
+    return [
+        {**c.labels, "seed": seed, **r}
+        for c, group in zip(grid, groups, strict=True)
+        for seed, r in zip(seeds, group, strict=True)
+    ]
 
 
 def _merge(base: VennPoint, upd: Mapping[str, Any]) -> dict[str, Any]:
@@ -70,7 +75,8 @@ def _flat(cell: Mapping[str, Any]) -> dict[str, Any]:
 def speedups(
     rows: Sequence[Mapping[str, Any]], keys: Sequence[str], base_label: str = "random"
 ) -> list[dict[str, Any]]:
-    """Per (cell keys, label): mean JCT and mean ± std of the per-seed speed-up over base."""
+    """Per (cell keys, label): mean JCT and the per-seed speed-up over base, its mean over the
+    seeds and the half-width of its 95% confidence interval (`speedup_ci95`)."""
     by: dict[tuple[Any, ...], dict[str, dict[int, float]]] = {}
     for r in rows:
         cell = tuple(r[k] for k in keys)
@@ -80,13 +86,14 @@ def speedups(
         base = labels.get(base_label, {})
         for label, per_seed in labels.items():
             ratios = [base[s] / v for s, v in per_seed.items() if s in base and v > 0]
+            speedup, ci = mean_ci(ratios)
             out.append(
                 {
                     **dict(zip(keys, cell, strict=True)),
                     "policy": label,
                     "avg_jct_h": float(np.mean(list(per_seed.values()))) / 3600.0,
-                    "speedup": float(np.mean(ratios)) if ratios else float("nan"),
-                    "speedup_std": float(np.std(ratios)) if ratios else float("nan"),
+                    "speedup": speedup,
+                    "speedup" + CI_SUFFIX: ci,
                     "seeds": len(per_seed),
                 }
             )
@@ -138,23 +145,6 @@ def _mean_jct(jobs: Sequence[Mapping[str, Any]]) -> float:
     """Mean JCT; an unfinished job counts with the simulation cap's worth (never dropped)."""
     vals = [j["jct"] if j["jct"] is not None else float("inf") for j in jobs]
     return float(np.mean(vals))
-
-
-def publish(
-    ctx: ExperimentContext,
-    name: str,
-    config: Any,
-    rows: Sequence[Mapping[str, Any]],
-    title: str,
-    summary: Mapping[str, Any] | None = None,
-    columns: Sequence[str] | None = None,
-) -> None:
-    """Print the rows (only `columns`, if given) and write every column to JSON + CSV."""
-    shown = [{k: r[k] for k in columns if k in r} for r in rows] if columns else rows
-    print_table(shown, title=title)
-    if summary:
-        print_table([dict(summary)], title=f"{name}: summary")
-    write_result(ctx.out_dir, name, config=config, rows=rows, summary=summary)
 
 
 def bar_plot(

@@ -9,8 +9,8 @@ from pydantic import BaseModel
 
 import kairos.venn.experiments.paper as paper
 from kairos.experiments import ExperimentContext, experiment
+from kairos.experiments.publish import publish
 from kairos.report import save_line_plot
-from kairos.venn.experiments.common import publish
 from kairos.venn.ilp import solve_irs_ilp
 from kairos.venn.policies import make_policy
 from kairos.venn.replay import OneShotJob, acquisition_times, mean_delay

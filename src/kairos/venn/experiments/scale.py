@@ -11,10 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import kairos.venn.experiments.paper as paper
 from kairos.experiments import ExperimentContext, experiment
+from kairos.experiments.publish import publish
 from kairos.fl.jobs import FLJob
 from kairos.fl.timing import RoundRule
 from kairos.report import save_line_plot
-from kairos.venn.experiments.common import publish
 from kairos.venn.experiments.point import _fleet
 from kairos.venn.manager import ResourceManager
 from kairos.venn.policies import make_policy

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 import kairos.venn.experiments.paper as paper
 from kairos.experiments import ExperimentContext, experiment
+from kairos.experiments.publish import publish
 from kairos.report import print_table
 from kairos.venn.experiments.common import (
     BASELINES,
@@ -20,7 +21,6 @@ from kairos.venn.experiments.common import (
     bar_plot,
     by_class,
     by_demand,
-    publish,
     run_grid,
     speedups,
     subset_speedup,
