@@ -63,13 +63,9 @@ class GenerationHandler:
         """429 once the engine queue plus requests on their way in reach `max_waiting`."""
         queued = self.engine.stats().waiting + self.counters.pending
         if queued >= self.settings.max_waiting:
-            retry = self.settings.retry_after_s
-            raise APIError(
-                429,
-                f"The server is overloaded ({queued} requests waiting, limit "
-                f"{self.settings.max_waiting}); retry after {retry} s.",
-                code="rate_limit_exceeded",
-                headers={"Retry-After": str(retry)},
+            raise self.settings.overloaded(
+                f"The server is overloaded ({queued} requests waiting, "
+                f"limit {self.settings.max_waiting})"
             )
 
     async def handle(self, request: Request, kind: Kind) -> Response:

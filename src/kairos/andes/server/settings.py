@@ -4,36 +4,28 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kairos.andes.qoe import PROFILES
+from kairos.runtime.settings import MIN_BODY_BYTES, OverloadSettings
 
 
-class ServerSettings(BaseModel):
+class ServerSettings(OverloadSettings):
     """How the OpenAI-compatible server listens, protects itself and fills in QoE defaults.
 
-    Defaults are safe for a laptop: loopback only, no key, 1 MiB bodies. Anything exposed beyond
-    the machine should set `api_key`.
+    The listening and protection knobs (host, port, api_key, log level, Retry-After) are every
+    server's (`kairos.runtime.settings`); bodies here may be up to 1 MiB (long prompts).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    host: str = Field(default="127.0.0.1", description="interface to bind (loopback by default)")
-    port: int = Field(default=8000, ge=0, le=65535, description="0 picks a free port")
-    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
-    api_key: str | None = Field(
-        default=None,
-        min_length=1,
-        description="when set, /v1/* requires `Authorization: Bearer <api_key>`",
+    max_body_bytes: int = Field(
+        default=1 << 20, ge=MIN_BODY_BYTES, description="larger bodies get 413"
     )
-    max_body_bytes: int = Field(default=1 << 20, ge=1, description="larger bodies get 413")
     max_prompt_tokens: int | None = Field(
         default=None, ge=1, description="longest prompt accepted; None: limited by max_model_len"
     )
     max_waiting: int = Field(
         default=256, ge=1, description="queued requests at which new ones get 429"
     )
-    retry_after_s: int = Field(default=1, ge=0, description="Retry-After sent with 429")
     default_profile: Literal["reader", "listener"] = Field(
         default="reader", description="QoE speed table used when a request names no speed"
     )

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import AsyncIterator, Collection, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
@@ -35,20 +35,14 @@ from kairos.runtime.errors import APIError, install_error_handlers, strict_valid
 from kairos.runtime.json_body import read_json
 from kairos.runtime.middleware import CLIENT_CLOSED, StatusCounter
 from kairos.runtime.prometheus import CONTENT_TYPE, exposition, registry_for
+from kairos.runtime.settings import OverloadSettings
 
 
-class RuntimeSettings(BaseModel):
-    """How the server listens and protects itself; safe defaults for a laptop."""
+class RuntimeSettings(OverloadSettings):
+    """How the server listens and protects itself (`kairos.runtime.settings`), and the open
+    requests at which it refuses more."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    host: str = "127.0.0.1"
-    port: int = Field(8000, ge=0, le=65535)
-    api_key: str | None = Field(None, min_length=1)
-    max_body_bytes: int = Field(64 * 1024, ge=64)
     max_open: int = Field(1024, ge=1, description="open requests at which new ones get 429")
-    retry_after_s: int = Field(1, ge=0)
-    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
 
 
 class InferRequest(BaseModel):
@@ -102,15 +96,6 @@ def create_app(
     app.add_middleware(StatusCounter, counts=http_counts)
     auth = api_key_dependency(settings.api_key)
 
-    def overloaded(message: str) -> APIError:
-        retry = settings.retry_after_s
-        return APIError(
-            429,
-            f"{message}; retry after {retry} s.",
-            code="rate_limit_exceeded",
-            headers={"Retry-After": str(retry)},
-        )
-
     def unavailable(message: str) -> APIError:
         return APIError(503, message, code="unavailable", headers={"Retry-After": "1"})
 
@@ -145,7 +130,7 @@ def create_app(
         if not dispatcher.running:
             raise unavailable("The Orloj worker is not running.")
         if dispatcher.open_requests >= settings.max_open:  # refuse before reading the body
-            raise overloaded(f"The server is overloaded ({dispatcher.open_requests} open)")
+            raise settings.overloaded(f"The server is overloaded ({dispatcher.open_requests} open)")
         try:
             req, x = await parse(request)
         except ClientGone:
@@ -153,7 +138,7 @@ def create_app(
         try:
             done = await dispatcher.submit(req.app, req.slo_ms, x)
         except Overloaded as exc:
-            raise overloaded(f"The server is overloaded: {exc}") from None
+            raise settings.overloaded(f"The server is overloaded: {exc}") from None
         except Unavailable as exc:
             raise unavailable(f"The Orloj worker is not serving: {exc}.") from None
         if done.error is not None:

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -29,6 +29,7 @@ from kairos.runtime.errors import APIError, install_error_handlers, strict_valid
 from kairos.runtime.json_body import read_json
 from kairos.runtime.middleware import StatusCounter
 from kairos.runtime.prometheus import CONTENT_TYPE, exposition, registry_for
+from kairos.runtime.settings import MIN_BODY_BYTES, HTTPSettings
 from kairos.venn.service.core import ServiceError, VennService
 from kairos.venn.service.metrics import VennCollector
 from kairos.venn.service.store import Store
@@ -37,17 +38,14 @@ M = TypeVar("M", bound=BaseModel)
 Id = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")
 
 
-class ServiceSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class ServiceSettings(HTTPSettings):
+    """How the service listens and protects itself (`kairos.runtime.settings`), where it keeps
+    its state and which policy it runs. Its bodies are small JSON objects: 16 KiB at most."""
 
-    host: str = "127.0.0.1"
-    port: int = Field(8000, ge=0, le=65535)
     db: str = "venn.sqlite"
     policy: str = "venn"
-    api_key: str | None = Field(None, min_length=1)
-    max_body_bytes: int = Field(16 * 1024, ge=64)
+    max_body_bytes: int = Field(16 * 1024, ge=MIN_BODY_BYTES)
     retry_after_s: float = Field(1.0, ge=0, description="check-in hint when nothing is offered")
-    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
 
 
 class Thresholds(BaseModel):
