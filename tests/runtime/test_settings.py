@@ -52,3 +52,13 @@ def test_overloaded_is_one_429_with_retry_after(cls: type[OverloadSettings]) -> 
     body = json.loads(err.response().body)
     assert body["error"]["code"] == "rate_limit_exceeded"
     assert body["error"]["message"] == "The server is overloaded (9 open); retry after 3 s."
+
+
+def test_serve_starts_any_app_as_its_settings_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kairos.runtime.http as http_module
+
+    calls: list[tuple[object, ...]] = []
+    monkeypatch.setattr(http_module, "run_server", lambda *a, **kw: calls.append((*a, kw)))
+    settings = ServiceSettings(host="::1", port=9000, log_level="warning", graceful_shutdown_s=0)
+    http_module.serve("app", settings)
+    assert calls == [("app", "::1", 9000, "warning", {"graceful_shutdown_s": 0})]

@@ -53,7 +53,7 @@ def serve_command(
     from kairos.andes.engine.async_engine import AsyncEngine
     from kairos.andes.engine.config import EngineConfig
     from kairos.andes.engine.profiler import calibrated_engine
-    from kairos.andes.server import run_with_settings
+    from kairos.andes.server import serve
     from kairos.andes.server.app import create_app
     from kairos.andes.server.settings import ServerSettings
 
@@ -97,4 +97,4 @@ def serve_command(
         f"  chat page    {url}/\n  OpenAI API   {url}/v1  (models: {url}/v1/models)\n"
         f"  metrics      {url}/metrics"
     )
-    run_with_settings(app, settings)
+    serve(app, settings)

@@ -11,9 +11,12 @@ import socket
 import threading
 import time
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
+
+if TYPE_CHECKING:
+    from kairos.runtime.settings import HTTPSettings
 
 LogLevel = str
 
@@ -40,6 +43,18 @@ def run_server(
     """Serve until interrupted (Ctrl-C / SIGTERM), then stop the engine."""
     config = _config(app, host, port, log_level, timeout_graceful_shutdown=graceful_shutdown_s)
     uvicorn.Server(config).run()
+
+
+def serve(app: Any, settings: HTTPSettings) -> None:
+    """`run_server` as a server's settings say: host, port, log level and shutdown grace, so
+    every `serve` command starts its app the same way."""
+    run_server(
+        app,
+        settings.host,
+        settings.port,
+        settings.log_level,
+        graceful_shutdown_s=settings.graceful_shutdown_s,
+    )
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -32,6 +32,9 @@ class HTTPSettings(BaseModel):
         64 * 1024, ge=MIN_BODY_BYTES, description="larger request bodies get 413"
     )
     log_level: LogLevel = "info"
+    graceful_shutdown_s: int = Field(
+        5, ge=0, description="how long shutdown waits for open requests and streams"
+    )
 
 
 class OverloadSettings(HTTPSettings):

@@ -36,7 +36,7 @@ def test_calibrate_then_serve_then_loadgen(
 
     seen: dict[str, Any] = {}
 
-    def fake_run_server(app: Any, host: str, port: int, log_level: str) -> None:
+    def fake_run_server(app: Any, host: str, port: int, log_level: str, **kw: Any) -> None:
         """Instead of serving forever: serve on a free port, run the load generator against it
         through the CLI, then return (which is what Ctrl-C does)."""
         with BackgroundServer(app) as srv:

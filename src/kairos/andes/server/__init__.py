@@ -4,28 +4,14 @@
 
 Needs the `serve` extra (fastapi, uvicorn). Typical use::
 
-    app = create_app(engine, ServerSettings(api_key="..."))
-    run_server(app, host="127.0.0.1", port=8000)
+    settings = ServerSettings(api_key="...")
+    serve(create_app(engine, settings), settings)
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from kairos.andes.server.app import create_app
 from kairos.andes.server.settings import ServerSettings
-from kairos.runtime.http import BackgroundServer, run_server
+from kairos.runtime.http import BackgroundServer, run_server, serve
 
-
-def run_with_settings(app: Any, settings: ServerSettings) -> None:
-    """`run_server` with host, port, log level and shutdown grace from `settings`."""
-    run_server(
-        app,
-        settings.host,
-        settings.port,
-        settings.log_level,
-        graceful_shutdown_s=settings.graceful_shutdown_s,
-    )
-
-
-__all__ = ["BackgroundServer", "ServerSettings", "create_app", "run_server", "run_with_settings"]
+__all__ = ["BackgroundServer", "ServerSettings", "create_app", "run_server", "serve"]

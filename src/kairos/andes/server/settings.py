@@ -39,9 +39,6 @@ class ServerSettings(OverloadSettings):
         default=5000.0, gt=0, allow_inf_nan=False, description="prefill rate in ttft_target"
     )
     serve_static: bool = Field(default=True, description="serve the chat page at / if present")
-    graceful_shutdown_s: int = Field(
-        default=5, ge=0, description="how long shutdown waits for open streams"
-    )
 
     def profile_speed(self, profile: str | None = None) -> float:
         """Population-weighted mean consumption speed (tokens/s) of a named QoE profile."""

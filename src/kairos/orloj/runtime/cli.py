@@ -154,7 +154,7 @@ def register(group: typer.Typer) -> None:
         from kairos.orloj.runtime.server import RuntimeSettings, create_app
         from kairos.orloj.speed import served_options
         from kairos.orloj.systems import make_system
-        from kairos.runtime.http import run_server
+        from kairos.runtime.http import serve
 
         size_list = _sizes(sizes)
         if worker not in ("process", "thread"):
@@ -212,7 +212,7 @@ def register(group: typer.Typer) -> None:
             f"ms; g_k within 10% on {check['within_tolerance']:.0%} of the grid"
         )
         try:
-            run_server(create_app(dispatcher, app_map, settings, info), host, port, log_level)
+            serve(create_app(dispatcher, app_map, settings, info), settings)
         finally:
             executor.stop()
 

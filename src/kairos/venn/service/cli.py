@@ -36,7 +36,7 @@ def register(group: typer.Typer) -> None:
         log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
     ) -> None:
         """Serve the Venn resource manager over HTTP until Ctrl-C."""
-        from kairos.runtime.http import run_server
+        from kairos.runtime.http import serve
         from kairos.venn.policies.registry import policy_names
         from kairos.venn.service.app import ServiceSettings, create_app
 
@@ -47,7 +47,7 @@ def register(group: typer.Typer) -> None:
             host=host, port=port, db=db, policy=policy, api_key=api_key, log_level=log_level
         )
         console.print(f"Venn service ({policy}) on http://{host}:{port}, state in {db}")
-        run_server(create_app(settings), host=host, port=port, log_level=log_level)
+        serve(create_app(settings), settings)
 
     @group.command("devices")
     def devices(
