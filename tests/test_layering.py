@@ -10,7 +10,6 @@ experiments, and that the graph has no cycles.
 from __future__ import annotations
 
 import ast
-import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -21,15 +20,6 @@ SYSTEMS = frozenset({"andes", "orloj", "salus", "fluid", "auxo", "venn", "fl"})
 MAY_IMPORT = {"auxo": frozenset({"fl"}), "venn": frozenset({"fl"})}
 # Packages holding a real runtime; every system's `runtime/` package counts as well.
 RUNTIME_PACKAGES = ("andes.engine", "andes.server", "andes.client", "venn.service")
-
-# issue 12: the driver work removes these
-_BEING_REMOVED = frozenset(
-    {
-        "kairos.andes.engine.engine -> kairos.andes.simulator",
-        "kairos.andes.engine.engine <-> kairos.andes.engine.profiler",
-        "kairos.orloj.metrics <-> kairos.orloj.simulator",
-    }
-)
 
 Graph = dict[str, set[str]]
 
@@ -180,19 +170,7 @@ def _report(what: str, found: Iterable[str]) -> str:
     return f"{len(lines)} {what}:\n  " + "\n  ".join(lines)
 
 
-def _allowed(found: list[str]) -> list[str]:
-    """`found` less the temporary allow-list."""
-    return [f for f in found if f not in _BEING_REMOVED]
-
-
 GRAPH = import_graph()
-
-
-def test_stale_allow_list_entries_are_reported() -> None:
-    """Not a failure (others remove them), but a stale entry should be noticed and dropped."""
-    present = {f"{s} -> {t}" for s, t in edges(GRAPH)} | {_cycle_name(c) for c in cycles(GRAPH)}
-    for stale in sorted(_BEING_REMOVED - present):
-        warnings.warn(f"_BEING_REMOVED: {stale} no longer occurs; drop it", stacklevel=1)
 
 
 def test_the_walker_finds_edges_in_functions_type_checking_and_from_imports(
@@ -229,17 +207,17 @@ def test_no_system_imports_another() -> None:
         and a != b
         and b not in MAY_IMPORT.get(a, frozenset())
     ]
-    assert not _allowed(bad), _report("imports of one system by another", _allowed(bad))
+    assert not bad, _report("imports of one system by another", bad)
 
 
 def test_the_shared_layer_imports_no_system() -> None:
     bad = [f"{s} -> {t}" for s, t in edges(GRAPH) if is_shared(s) and system_of(t)]
-    assert not _allowed(bad), _report("imports of a system by the shared layer", _allowed(bad))
+    assert not bad, _report("imports of a system by the shared layer", bad)
 
 
 def test_runtimes_do_not_import_simulators_or_experiments() -> None:
     bad = [f"{s} -> {t}" for s, t in edges(GRAPH) if is_runtime(s) and is_simulation(t)]
-    assert not _allowed(bad), _report("imports of a simulator by a runtime", _allowed(bad))
+    assert not bad, _report("imports of a simulator by a runtime", bad)
 
 
 def test_no_import_cycles() -> None:
@@ -249,6 +227,6 @@ def test_no_import_cycles() -> None:
         + ", ".join(
             f"{s} -> {t}" for s in found[name] for t in sorted(GRAPH[s]) if t in found[name]
         )
-        for name in _allowed(list(found))
+        for name in list(found)
     ]
     assert not bad, _report("import cycles (members, then the edges among them)", bad)
