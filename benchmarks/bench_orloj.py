@@ -26,8 +26,8 @@ from kairos.orloj.batchdist import BatchLatencyModel, batch_dists
 from kairos.orloj.config import OrlojConfig
 from kairos.orloj.dist import Histogram
 from kairos.orloj.hull import BruteForceIndex, HullIndex
+from kairos.orloj.policies.orloj import OrlojPolicy
 from kairos.orloj.policy import Request
-from kairos.orloj.scheduler import OrlojPolicy
 from kairos.orloj.score import ScoreTable
 from kairos.report import print_table, save_line_plot, write_result
 

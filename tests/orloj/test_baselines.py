@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from kairos.orloj.baselines import (
+from kairos.orloj.batchdist import BatchLatencyModel
+from kairos.orloj.policies import (
     ClipperPolicy,
     ClockworkPolicy,
     EDFPolicy,
@@ -14,7 +15,6 @@ from kairos.orloj.baselines import (
     TimeoutBatcher,
     plan_batch_size,
 )
-from kairos.orloj.batchdist import BatchLatencyModel
 from kairos.orloj.policy import Outcome, ProfileSnapshot, Request
 from kairos.orloj.simulator import SimConfig, simulate
 from kairos.orloj.systems import SYSTEM_NAMES, make_system

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from kairos.orloj.batchdist import MIXTURE_KEY, BatchLatencyModel
 from kairos.orloj.config import OrlojConfig
+from kairos.orloj.policies.orloj import OrlojPolicy
 from kairos.orloj.policy import Batch, Outcome, ProfileSnapshot, Request
-from kairos.orloj.scheduler import OrlojPolicy
 from kairos.orloj.store import POOLED_KEY
 
 APPS = {"a": (5.0, 15.0), "b": (40.0, 60.0), "c": (90.0, 110.0)}  # solo latency ranges (ms)

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from kairos.experiments import ExperimentContext, get_experiment
 from kairos.orloj.batchdist import BatchLatencyModel, expected_max
+from kairos.orloj.policies.orloj import OrlojPolicy
 from kairos.orloj.policy import ProfileSnapshot, Request
-from kairos.orloj.scheduler import OrlojPolicy
 from kairos.orloj.speed import (
     MAX_FACTOR,
     MIN_FACTOR,

@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kairos.orloj.baselines import (
+from kairos.orloj.batchdist import BatchLatencyModel
+from kairos.orloj.policies import (
     ClipperPolicy,
     ClockworkPolicy,
     EDFPolicy,
     NexusPolicy,
     TimeoutBatcher,
 )
-from kairos.orloj.baselines.common import DEFAULT_BATCH_SIZES
-from kairos.orloj.batchdist import BatchLatencyModel
+from kairos.orloj.policies.common import DEFAULT_BATCH_SIZES
 from kairos.orloj.policy import BatchPolicy
 from kairos.registry import POLICIES, UnknownName
 
@@ -34,7 +34,7 @@ Builder = Callable[..., BatchPolicy]
 def _orloj(
     model: BatchLatencyModel, slo_ms: float, rate: float | None, sizes: Sequence[int], **kw: Any
 ) -> BatchPolicy:
-    from kairos.orloj.scheduler import OrlojPolicy
+    from kairos.orloj.policies.orloj import OrlojPolicy
 
     return OrlojPolicy(batch_model=model, sizes=tuple(sizes), **kw)
 

@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
+from kairos.orloj.policies.orloj import OrlojPolicy
 from kairos.orloj.policy import Batch, Outcome, Request
 from kairos.orloj.profiler import Profiler
 from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig
 from kairos.orloj.runtime.dispatcher import Completion, Dispatcher, Overloaded
 from kairos.orloj.runtime.executor import ThreadExecutor
 from kairos.orloj.runtime.models import EarlyExitCNN
-from kairos.orloj.scheduler import OrlojPolicy
 from kairos.orloj.systems import make_system
 
 SIZES = (1, 2, 4)

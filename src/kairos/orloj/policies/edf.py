@@ -13,8 +13,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
-from kairos.orloj.baselines.common import DEFAULT_BATCH_SIZES, batch_sizes, pooled_mean
 from kairos.orloj.batchdist import BatchLatencyModel
+from kairos.orloj.policies.common import DEFAULT_BATCH_SIZES, batch_sizes, pooled_mean
 from kairos.orloj.policy import Batch, ProfileSnapshot, Request
 
 

@@ -11,7 +11,7 @@ latency or deadlines; `drop_expired=True` discards requests already past their d
 
 from __future__ import annotations
 
-from kairos.orloj.baselines.common import FifoQueue
+from kairos.orloj.policies.common import FifoQueue
 from kairos.orloj.policy import Batch, ProfileSnapshot, Request
 
 

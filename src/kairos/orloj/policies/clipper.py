@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from kairos.orloj.baselines.common import FifoQueue
+from kairos.orloj.policies.common import FifoQueue
 from kairos.orloj.policy import Batch, ProfileSnapshot, Request
 
 

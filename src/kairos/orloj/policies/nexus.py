@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kairos.orloj.baselines.common import (
+from kairos.orloj.batchdist import BatchLatencyModel
+from kairos.orloj.policies.common import (
     DEFAULT_BATCH_SIZES,
     FifoQueue,
     batch_sizes,
     pooled_mean,
 )
-from kairos.orloj.batchdist import BatchLatencyModel
 from kairos.orloj.policy import Batch, ProfileSnapshot, Request
 
 

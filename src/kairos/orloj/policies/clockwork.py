@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from kairos.orloj.baselines.common import DEFAULT_BATCH_SIZES, batch_sizes, pooled_mean
 from kairos.orloj.batchdist import BatchLatencyModel
+from kairos.orloj.policies.common import DEFAULT_BATCH_SIZES, batch_sizes, pooled_mean
 from kairos.orloj.policy import Batch, ProfileSnapshot, Request
 
 
