@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +45,8 @@ def test_result_files_carry_provenance(tmp_path: Path) -> None:
     assert data["config"] == {"rate": 2.0, "policy": "andes"}
     assert data["seed"] == 3 and data["summary"]["gain"] == 1.8
     assert data["provenance"]["package_version"] == kairos.__version__
-    assert data["provenance"]["git_revision"]
+    # a real commit inside a checkout, `unknown` outside one (tests/report/test_git_revision.py)
+    assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?|unknown", data["provenance"]["git_revision"])
     with cs.open() as fh:
         read = list(csv.DictReader(fh))
     assert [r["policy"] for r in read] == ["fcfs", "andes"] and read[1]["extra"] == "[1, 2]"

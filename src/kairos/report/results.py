@@ -30,25 +30,81 @@ class Provenance(BaseModel):
     created_at: str
 
 
-def git_revision(cwd: str | Path | None = None) -> str:
-    """The checkout's commit (with `-dirty` when there are uncommitted changes), or `unknown`."""
-    where = Path(cwd) if cwd else Path(kairos.__file__).resolve().parent
+def git_dir(start: str | Path) -> Path | None:
+    """The git directory of the checkout holding `start` (a `.git` folder, or the folder a
+    `.git` file points to in a worktree or submodule), or None outside any checkout."""
+    here = Path(start).resolve()
+    for folder in (here, *here.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            return dot
+        if dot.is_file():
+            text = dot.read_text(errors="replace").strip()
+            if text.startswith("gitdir:"):
+                target = Path(text.removeprefix("gitdir:").strip())
+                return target if target.is_absolute() else (folder / target).resolve()
+    return None
+
+
+def _head_from_files(gdir: Path) -> str | None:
+    """HEAD's commit read from the git directory itself (no git program needed)."""
+    common = gdir
+    if (gdir / "commondir").is_file():  # a worktree: refs live in the main git directory
+        common = (gdir / (gdir / "commondir").read_text().strip()).resolve()
     try:
-        rev = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5
-        )
-        if rev.returncode != 0:
-            return "unknown"
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=where,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
-        return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
+        head = (gdir / "HEAD").read_text().strip()
+    except OSError:
+        return None
+    if not head.startswith("ref:"):
+        return head if _is_hex(head) else None
+    ref = head.removeprefix("ref:").strip()
+    for base in (gdir, common):
+        loose = base / ref
+        if loose.is_file():
+            sha = loose.read_text().strip()
+            return sha if _is_hex(sha) else None
+    packed = common / "packed-refs"
+    if packed.is_file():
+        for line in packed.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[1] == ref and _is_hex(parts[0]):
+                return parts[0]
+    return None  # a branch with no commit yet, or unreadable
+
+
+def _is_hex(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+
+
+def git_revision(cwd: str | Path | None = None) -> str:
+    """The commit of the checkout holding `cwd` (default: this package's source), with
+    `-dirty` when tracked files have uncommitted changes.
+
+    `unknown` only outside a git checkout: an installed package (also one installed into a
+    virtual environment that happens to sit inside some repository, which does not track it).
+    Inside one, the commit comes from `git`, or, when `git` is missing or refuses the
+    repository (another user's checkout), from the git directory's files (then without the
+    dirty mark, which needs `git`); `uncommitted` before the first commit.
+    """
+    where = Path(cwd) if cwd else Path(kairos.__file__).resolve().parent
+    gdir = git_dir(where)
+    if gdir is None:
         return "unknown"
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True, timeout=5)
+
+    try:
+        rev = git("rev-parse", "HEAD")
+        sha = rev.stdout.strip()
+        if rev.returncode == 0 and _is_hex(sha):
+            if cwd is None and git("ls-files", "--error-unmatch", "--", "__init__.py").returncode:
+                return "unknown"  # a repository around an installed copy, not its source
+            dirty = git("status", "--porcelain", "--untracked-files=no")
+            return sha + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return _head_from_files(gdir) or "uncommitted"
 
 
 def provenance() -> Provenance:
