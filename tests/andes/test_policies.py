@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from kairos.andes.kv_blocks import blocks_for
 from kairos.andes.latency import LinearProfile
 from kairos.andes.policies.andes import AndesConfig, AndesPolicy
-from kairos.andes.policies.base import PreemptMode
 from kairos.andes.policies.exact import solve_exact_all
 from kairos.andes.policies.fcfs import FCFSPolicy
 from kairos.andes.policies.greedy import batch_bounds, candidate_batches, greedy_pack
 from kairos.andes.policies.registry import make_policy
+from kairos.andes.policy import PreemptMode
 from kairos.andes.qoe import due_tokens
 from kairos.andes.request import Request, Status
 from kairos.andes.scheduler import Scheduler, SchedulerConfig, SchedulerOutput

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from kairos.andes.driver import Executed
 from kairos.andes.kv_blocks import blocks_for
 from kairos.andes.latency import LinearProfile
-from kairos.andes.policies.base import Decision, Policy, SchedulerView
 from kairos.andes.policies.fcfs import FCFSPolicy
 from kairos.andes.policies.registry import POLICY_NAMES, make_policy
+from kairos.andes.policy import Decision, Policy, SchedulerView
 from kairos.andes.qoe import sample_speeds
 from kairos.andes.request import Request, Status
 from kairos.andes.scheduler import Scheduler, SchedulerConfig, SchedulerOutput
@@ -375,6 +375,7 @@ class SpyPolicy:
         self.inner = inner
         self.name = inner.name
         self.chunked_prefill = inner.chunked_prefill
+        self.chunk_size = inner.chunk_size
         self.views: list[SchedulerView] = []
 
     def decide(self, view: SchedulerView) -> Decision:

@@ -62,4 +62,6 @@ class RequestTable:
         idx = np.fromiter(
             (self.slot[r.request_id] for r in requests), dtype=np.int64, count=len(requests)
         )
-        return self.data[idx]
+        rows = self.data[idx]  # a copy: reading never changes the table
+        rows.flags.writeable = False  # and a policy cannot mistake it for the live state
+        return rows

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from kairos.andes.kv_blocks import BlockManager
 from kairos.andes.latency import LatencyModel
-from kairos.andes.policies.base import Decision, Policy, PreemptMode, SchedulerView
+from kairos.andes.policy import Decision, Policy, PreemptMode, SchedulerView
 from kairos.andes.request import Request, Status
 from kairos.andes.request_table import RequestTable
 
@@ -62,6 +62,7 @@ class SchedulerOutput:
         default_factory=list
     )
     decision_s: float = 0.0  # wall time the policy took
+    solved: bool = False  # the policy ran its optimiser (so decision_s is a solve time)
     finished: list[Request] = field(default_factory=list)  # stopped here: outgrew the cache
 
     @property
@@ -193,7 +194,7 @@ class Scheduler:
         view = self.view(now)
         t0 = time.perf_counter()
         decision = self.policy.decide(view)
-        out = SchedulerOutput(decision_s=time.perf_counter() - t0)
+        out = SchedulerOutput(decision_s=time.perf_counter() - t0, solved=decision.solved)
         for r, mode in decision.preempt:
             if r.status is Status.RUNNING:
                 self._preempt(r, mode, out)
@@ -259,7 +260,7 @@ class Scheduler:
             scheduled.add(r.request_id)
             steps.append(ScheduledStep(r, 1, True))
         if self.policy.chunked_prefill:
-            chunk = getattr(self.policy, "chunk_size", None) or self.config.chunk_size
+            chunk = self.policy.chunk_size or self.config.chunk_size
             budget = chunk - len(steps)
             for r in sorted(prefilling, key=lambda x: x.admitted_seq):
                 if budget <= 0 or r.status is not Status.RUNNING:

@@ -20,7 +20,7 @@ from kairos.andes.driver import DecisionHook, Driver, Executed
 from kairos.andes.iteration import decode_batch, iteration_time
 from kairos.andes.latency import LatencyModel
 from kairos.andes.metrics import stream_metrics
-from kairos.andes.policies.base import Policy
+from kairos.andes.policy import Policy
 from kairos.andes.qoe import ttft_target
 from kairos.andes.request import Request, Status
 from kairos.andes.scheduler import Scheduler, SchedulerConfig, SchedulerOutput
@@ -36,6 +36,7 @@ class SimulationResult:
     iterations: int
     decision_s: list[float] = field(default_factory=list)
     end_time: float = 0.0
+    solve_s: list[float] = field(default_factory=list)  # decisions that ran the optimiser
 
     def qoe(self) -> np.ndarray:
         return np.array([r.qoe.qoe_at(r.finish_time, finished=True) for r in self.requests])
@@ -125,6 +126,7 @@ class Simulator:
             k: [] for k in ("time", "running", "waiting", "preempted", "kv_usage")
         }
         self._decision_s: list[float] = []
+        self._solve_s: list[float] = []
         self._pending_arrivals = 0
 
     def add(self, request: Request, output_len: int) -> None:
@@ -137,6 +139,8 @@ class Simulator:
 
     def _decided(self, t: float, out: SchedulerOutput) -> None:
         self._decision_s.append(out.decision_s)
+        if out.solved:
+            self._solve_s.append(out.decision_s)
         if self.on_decision is not None:
             self.on_decision(t, out)
 
@@ -169,6 +173,7 @@ class Simulator:
             iterations=self.scheduler.iteration,
             decision_s=self._decision_s,
             end_time=end,
+            solve_s=self._solve_s,
         )
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from kairos.fl.requirements import Requirement, signature_of
 from kairos.venn.plans import Plan
-from kairos.venn.policies.base import DevicePolicy
+from kairos.venn.policy import DevicePolicy
 from kairos.venn.supply import Supply, SupplyMonitor
 from kairos.venn.view import ManagerView, Profile, RequestView, Tier
 

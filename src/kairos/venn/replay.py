@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kairos.venn.manager import ResourceManager
-from kairos.venn.policies.base import DevicePolicy
+from kairos.venn.policy import DevicePolicy
 from kairos.venn.supply import StaticSupply
 
 

@@ -24,7 +24,7 @@ from kairos.fl.jobs import FLJob
 from kairos.sim import EventHandle, EventLoop
 from kairos.venn.fleet import CheckInChunk, Fleet
 from kairos.venn.manager import ResourceManager
-from kairos.venn.policies.base import DevicePolicy
+from kairos.venn.policy import DevicePolicy
 from kairos.venn.results import JobRecord, SimResult
 from kairos.venn.supply import SupplyMonitor
 

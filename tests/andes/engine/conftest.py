@@ -10,7 +10,7 @@ from kairos.andes.engine.engine import LLMEngine
 from kairos.andes.engine.model import LlamaForCausalLM
 from kairos.andes.engine.weights import random_model
 from kairos.andes.latency import LinearProfile
-from kairos.andes.policies.base import Policy
+from kairos.andes.policy import Policy
 
 TINY = ModelConfig(
     vocab_size=259,

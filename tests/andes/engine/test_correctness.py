@@ -16,8 +16,8 @@ from kairos.andes.engine.api import QoESpec, SamplingParams
 from kairos.andes.engine.attention import AttentionBatch
 from kairos.andes.engine.config import ModelConfig
 from kairos.andes.engine.kv_cache import KVCache
-from kairos.andes.policies.base import Decision, PreemptMode, SchedulerView
 from kairos.andes.policies.fcfs import FCFSPolicy
+from kairos.andes.policy import Decision, PreemptMode, SchedulerView
 
 from .conftest import TINY, make_engine, tiny_model
 

@@ -35,8 +35,8 @@ from kairos.andes.engine.tokenizer import ByteTokenizer, Detokenizer, HFTokenize
 from kairos.andes.engine.weights import load_checkpoint, random_model
 from kairos.andes.iteration import iteration_time
 from kairos.andes.latency import LatencyModel, LinearProfile, load_profile
-from kairos.andes.policies.base import Policy
 from kairos.andes.policies.registry import make_policy
+from kairos.andes.policy import Policy
 from kairos.andes.request import Request
 from kairos.andes.scheduler import Scheduler, SchedulerConfig, SchedulerOutput
 from kairos.sim import WallClock

@@ -31,9 +31,8 @@ def run_point(p: SimPoint) -> dict[str, Any]:
     res = simulate(policy, load_profile(p.profile), trace, speeds)
     out: dict[str, Any] = res.summary()
     out["rate"] = average_rate(p)
-    solve_times = getattr(policy, "solve_times", [])
-    out["solves"] = len(solve_times)
-    out["mean_solve_ms"] = 1e3 * float(np.mean(solve_times)) if solve_times else 0.0
+    out["solves"] = len(res.solve_s)
+    out["mean_solve_ms"] = 1e3 * float(np.mean(res.solve_s)) if res.solve_s else 0.0
     if p.speeds == "listener":
         out["silence_ratio"] = _silence(res)
     if p.collect:

@@ -19,24 +19,23 @@ parameter so the ablation can switch it off:
 
 from __future__ import annotations
 
-import time
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from kairos.andes.gain import serve_wait_gain
-from kairos.andes.policies.base import (
+from kairos.andes.policies.exact import solve_exact_all
+from kairos.andes.policies.greedy import Packing, batch_bounds, candidate_batches, greedy_pack
+from kairos.andes.policies.refiner import VictimCost, refine
+from kairos.andes.policies.snapshot import Snapshot, take_snapshot
+from kairos.andes.policy import (
     Decision,
     PreemptMode,
     SchedulerView,
     fcfs_order,
     newest_first,
 )
-from kairos.andes.policies.exact import solve_exact_all
-from kairos.andes.policies.greedy import Packing, batch_bounds, candidate_batches, greedy_pack
-from kairos.andes.policies.refiner import VictimCost, refine
-from kairos.andes.policies.snapshot import Snapshot, take_snapshot
 
 Objective = Literal["average", "max_min", "perfect"]
 
@@ -73,9 +72,9 @@ class AndesPolicy:
     def __init__(self, config: AndesConfig | None = None, name: str = "andes") -> None:
         self.config = config or AndesConfig()
         self.chunked_prefill = self.config.chunked_prefill
+        self.chunk_size: int | None = None  # the scheduler's, when chunked
         self.name = name
         self.solves = 0
-        self.solve_times: list[float] = []  # measured for reports only; never read by decide()
         self._victims: list[str] = []
 
     # -- when to solve -----------------------------------------------------------------
@@ -104,9 +103,8 @@ class AndesPolicy:
             order = [victims[i] for i in self._victims if i in victims]
             return Decision(admit=[], victims=order or newest_first(view))
         self.solves += 1
-        start = time.perf_counter()
         decision = self._solve(view)
-        self.solve_times.append(time.perf_counter() - start)
+        decision.solved = True  # the scheduler times it: a policy reads no clock
         return decision
 
     # -- the knapsack ------------------------------------------------------------------

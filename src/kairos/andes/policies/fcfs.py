@@ -7,12 +7,13 @@ When a decode step cannot get a block, the most recently admitted request is pre
 
 from __future__ import annotations
 
-from kairos.andes.policies.base import Decision, SchedulerView, fcfs_order, newest_first
+from kairos.andes.policy import Decision, SchedulerView, fcfs_order, newest_first
 
 
 class FCFSPolicy:
     name = "fcfs"
     chunked_prefill = False
+    chunk_size: int | None = None
 
     def decide(self, view: SchedulerView) -> Decision:
         return Decision(admit=fcfs_order(view), victims=newest_first(view))

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from kairos.andes.policies.andes import AndesConfig, AndesPolicy, andes_dp_policy, lqsf_policy
-from kairos.andes.policies.base import Policy
 from kairos.andes.policies.fcfs import FCFSPolicy
 from kairos.andes.policies.sarathi import SarathiPolicy
+from kairos.andes.policy import Policy
 from kairos.registry import POLICIES
 
 

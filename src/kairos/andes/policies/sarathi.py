@@ -8,7 +8,7 @@ prefill chunks of admitted requests (the mechanism does the chunking when the po
 
 from __future__ import annotations
 
-from kairos.andes.policies.base import Decision, SchedulerView, fcfs_order, newest_first
+from kairos.andes.policy import Decision, SchedulerView, fcfs_order, newest_first
 
 
 class SarathiPolicy:

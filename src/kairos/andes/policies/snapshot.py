@@ -13,7 +13,7 @@ from itertools import chain
 import numpy as np
 
 from kairos.andes.gain import StreamState
-from kairos.andes.policies.base import SchedulerView
+from kairos.andes.policy import SchedulerView
 from kairos.andes.request import Request, Status
 
 

@@ -1,12 +1,12 @@
 """Venn's policies behind one interface: `plan(view) -> Plan` (see `base.py`)."""
 
-from kairos.venn.policies.base import DevicePolicy, OrderedPolicy
 from kairos.venn.policies.fifo import FIFOPolicy
 from kairos.venn.policies.las import LASPolicy
 from kairos.venn.policies.random_match import RandomPolicy, RandomPurePolicy
 from kairos.venn.policies.registry import POLICIES, make_policy
 from kairos.venn.policies.srsf import SRSFPolicy
 from kairos.venn.policies.venn import VennConfig, VennPolicy
+from kairos.venn.policy import DevicePolicy, OrderedPolicy
 
 __all__ = [
     "POLICIES",

@@ -6,7 +6,7 @@ on the requests at the head of the line).
 
 from __future__ import annotations
 
-from kairos.venn.policies.base import OrderedPolicy
+from kairos.venn.policy import OrderedPolicy
 from kairos.venn.view import RequestView
 
 

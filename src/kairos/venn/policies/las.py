@@ -6,7 +6,7 @@ queues), useful because it needs no demand information at all.
 
 from __future__ import annotations
 
-from kairos.venn.policies.base import OrderedPolicy
+from kairos.venn.policy import OrderedPolicy
 from kairos.venn.view import RequestView
 
 

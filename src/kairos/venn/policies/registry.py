@@ -14,12 +14,12 @@ import numpy as np
 
 from kairos.registry import POLICIES as REGISTRY
 from kairos.venn.matching import MatcherConfig, TierMatcher
-from kairos.venn.policies.base import DevicePolicy
 from kairos.venn.policies.fifo import FIFOPolicy
 from kairos.venn.policies.las import LASPolicy
 from kairos.venn.policies.random_match import RandomPolicy, RandomPurePolicy
 from kairos.venn.policies.srsf import SRSFPolicy
 from kairos.venn.policies.venn import VennConfig, VennPolicy
+from kairos.venn.policy import DevicePolicy
 
 Rng = np.random.Generator
 

@@ -6,7 +6,7 @@ baseline; the order is recomputed on the same triggers as Venn's.
 
 from __future__ import annotations
 
-from kairos.venn.policies.base import OrderedPolicy
+from kairos.venn.policy import OrderedPolicy
 from kairos.venn.view import RequestView
 
 

@@ -15,7 +15,7 @@ from kairos.venn.fairness import FairnessMode, fairness_factors
 from kairos.venn.irs import IntraKey, QueueLenMode, intra_key, irs_plan
 from kairos.venn.matching import MatcherConfig, TierMatcher
 from kairos.venn.plans import GroupPlan, Plan
-from kairos.venn.policies.base import apply_tiers
+from kairos.venn.policy import apply_tiers
 from kairos.venn.view import ManagerView
 
 

@@ -14,14 +14,21 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
+import numpy as np
+
 from kairos.andes.latency import LatencyModel
 from kairos.andes.request import Request
-from kairos.andes.request_table import RequestTable
 
 
 class PreemptMode(StrEnum):
     RECOMPUTE = "recompute"
     SWAP = "swap"
+
+
+class TableRows(Protocol):
+    """What a policy may read of the scheduler's struct-of-arrays mirror: read-only rows."""
+
+    def rows(self, requests: Sequence[Request]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -40,7 +47,7 @@ class SchedulerView:
     max_num_batched_tokens: int
     watermark_blocks: int
     token_interval_s: float = 0.0  # observed time per decode step for running streams, recently
-    table: RequestTable | None = None  # numpy mirror of the requests' state (fast snapshots)
+    table: TableRows | None = None  # numpy mirror of the requests' state (fast snapshots)
 
     @property
     def used_fraction(self) -> float:
@@ -63,11 +70,16 @@ class Decision:
     victims: list[Request] | None = None
     stop_at_first_misfit: bool = True
     victim_mode: PreemptMode = PreemptMode.RECOMPUTE  # swap falls back to recompute when full
+    solved: bool = False  # the policy ran its optimiser for this decision (reported, not used)
 
 
 class Policy(Protocol):
+    """All a policy reads is the view it is handed; all the scheduler reads of a policy is
+    declared here. Time comes only from `view.now`."""
+
     name: str
-    chunked_prefill: bool
+    chunked_prefill: bool  # Sarathi-style mixed iterations (decodes plus prefill chunks)
+    chunk_size: int | None  # the per-iteration token budget then; None: the scheduler's
 
     def decide(self, view: SchedulerView) -> Decision: ...
 
