@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -109,12 +110,56 @@ def page(browser: Any, server: FakeServer) -> Iterator[Any]:
     pg.close()
 
 
+# The browser's own timer lateness, measured the way the pacer uses timers: chained, each set
+# for an absolute due time one gap after the previous firing (re-armed if it fires early).
+TIMER_PROBE = """async ({ n, gapS }) => {
+  const now = () => performance.now() / 1000;
+  const late = [];
+  let due = now() + gapS;
+  for (let i = 0; i < n; i++) {
+    while (now() < due - 1e-9) {
+      await new Promise((res) => setTimeout(res, Math.max(0, (due - now()) * 1000)));
+    }
+    const t = now();
+    late.push(t - due);
+    due = t + gapS;
+  }
+  return late;
+}"""
+
+
+def release_rule(m: dict[str, Any], ttft: float, speed: float) -> tuple[list[float], list[Any]]:
+    """What the pacer's rule says from the measured times: each token's target
+    max(t_j, I_j, R_{j-1} + 1/s), and the stalls (due before it arrived)."""
+    start, arrivals, releases = m["start"], m["arrivals"], m["releases"]
+    targets, stalls = [], []
+    for j, t in enumerate(arrivals):
+        due = start + ttft + j / speed
+        if j > 0:
+            due = max(due, releases[j - 1] + 1 / speed)
+        if t > due + 1e-9:
+            stalls.append([due, t])
+        targets.append(max(due, t))
+    return targets, stalls
+
+
+def same_stalls(got: list[Any], want: list[Any]) -> bool:
+    """Equal lists of [start, end] pairs (to float rounding)."""
+    flat = [x for pair in got for x in pair]
+    return len(got) == len(want) and flat == pytest.approx([x for pair in want for x in pair])
+
+
 def test_chat_page_releases_a_burst_at_the_requested_pace(page: Any, server: FakeServer) -> None:
+    """Timing is judged against the rule applied to the measured times and against the
+    browser's own timer lateness measured in the same page before and after, never against a
+    wall-clock bound: a loaded machine delays timers, not the pacer's logic."""
     tokens = [f"w{i} " for i in range(20)]
     server.script = [(0.05, tokens)]
     page.fill("#api-key", "sk-test")
-    speed, ttft = 10.0, 0.5
+    speed, ttft = 10.0, 1.0
+    probe = page.evaluate(TIMER_PROBE, {"n": 10, "gapS": 1 / speed})
     m = chat(page, "hello", speed, ttft)
+    probe += page.evaluate(TIMER_PROBE, {"n": 10, "gapS": 1 / speed})
     headers, body = server.requests[-1]
     assert headers["Authorization"] == "Bearer sk-test"
     assert body["model"] == "fake-model" and body["stream"] is True
@@ -123,28 +168,48 @@ def test_chat_page_releases_a_burst_at_the_requested_pace(page: Any, server: Fak
     assert body["messages"][-1] == {"role": "user", "content": "hello"}
     assert m["text"] == m["shown"] == "".join(tokens)
     assert m["usage"] == {"completion_tokens": 20}
-    assert m["buffer"] == "0" and m["qoeShown"] == m["qoe"] == 1.0
+    assert m["buffer"] == "0"
     start, arrivals, releases = m["start"], m["arrivals"], m["releases"]
     assert len(arrivals) == len(releases) == 20
-    assert arrivals[-1] < start + ttft  # the whole burst came before the first ideal time
-    for j, (r, t) in enumerate(zip(releases, arrivals, strict=True)):
-        ideal = start + ttft + j / speed
-        assert r >= t and r >= ideal - 1e-6
-        assert r - ideal < 0.1, f"token {j} released {r - ideal:.3f} s late"
+    targets, stalls = release_rule(m, ttft, speed)
+    # never early: not before arrival, not before the ideal time, not faster than s tokens/s
+    for j, (r, target) in enumerate(zip(releases, targets, strict=True)):
+        assert r >= target - 1e-6, f"token {j} released {target - r:.4f} s early"
     gaps = [b - a for a, b in itertools.pairwise(releases)]
     assert min(gaps) >= 1 / speed - 1e-6
-    assert sum(gaps) / len(gaps) == pytest.approx(1 / speed, abs=0.01)
-    assert m["stalls"] == []
+    # the burst came in one piece and was spread out to the requested pace: the page holds
+    # tokens back (a page that showed them on arrival would release 20 within the burst)
+    assert arrivals[-1] - arrivals[0] < 0.25 * (releases[-1] - releases[0])
+    # on time as far as the browser's timers allow: the median release is no later after its
+    # target than twice the probe's median timer lateness, plus a twentieth of a token gap
+    # for the page's own work (a page pacing a fifth slower would be 25 ms late every token;
+    # measured here: under 3 ms, quiet or with three busy loops on two cores)
+    late = statistics.median(r - t for r, t in zip(releases, targets, strict=True))
+    timers = statistics.median(probe)
+    allowed = 2 * max(timers, 0.0) + 0.05 / speed
+    print(f"\nmedian lateness: releases {late * 1e3:.2f} ms, browser timers {timers * 1e3:.2f} ms")
+    assert late <= allowed, f"median lateness {late:.4f} s against {allowed:.4f} s"
+    # stalls and QoE follow from the measured arrivals (with a 1 s TTFT and a burst sent after
+    # 50 ms there are none, and QoE is 1, unless the machine delayed the burst by a second)
+    assert same_stalls(m["stalls"], stalls)
+    ideal_met = all(t <= start + ttft + j / speed for j, t in enumerate(arrivals))
+    assert m["qoe"] == pytest.approx(qoe_at(arrivals, start, ttft, speed), abs=1e-12)
+    assert (m["qoe"] == 1.0) == ideal_met
+    assert m["qoeShown"] == m["qoe"]
 
 
 def test_chat_page_records_a_stall_when_tokens_are_late(page: Any, server: FakeServer) -> None:
-    server.script = [(0.0, ["a", "b", "c"]), (1.0, ["d", "e"])]
-    speed, ttft = 10.0, 0.3
+    server.script = [(0.0, ["a", "b", "c"]), (2.0, ["d", "e"])]
+    speed, ttft = 10.0, 0.5
     m = chat(page, "again", speed, ttft)
     assert m["text"] == "abcde"
-    # a, b, c at 0.3, 0.4, 0.5 s; d arrives about 1 s after the request: one stall before it
-    assert len(m["stalls"]) == 1
-    s, e = m["stalls"][0]
+    # a, b, c due at 0.5, 0.6, 0.7 s; d, sent 2 s after them, is due at 0.8 s: a stall before
+    # it (and one before a, only if the machine delayed the first burst past the TTFT)
+    _, stalls = release_rule(m, ttft, speed)
+    assert same_stalls(m["stalls"], stalls)
+    before_d = [st for st in m["stalls"] if st[1] == m["arrivals"][3]]
+    assert len(before_d) == 1 and len(m["stalls"]) <= 2
+    s, e = before_d[0]
     assert s == pytest.approx(m["releases"][2] + 1 / speed) and e == m["arrivals"][3]
     assert m["releases"][3] >= m["arrivals"][3]
     assert m["qoe"] == pytest.approx(qoe_at(m["arrivals"], m["start"], ttft, speed), abs=1e-12)

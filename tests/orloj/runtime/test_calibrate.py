@@ -41,10 +41,11 @@ def cal(model: EarlyExitCNN) -> Iterator[Calibration]:
 
 
 def test_solo_latency_grows_with_the_exit_stage(cal: Calibration) -> None:
-    medians = [cal.solo_median(f"exit{e}") for e in (1, 2, 3, 4)]
     assert all(len(cal.solo[f"exit{e}"]) == 11 for e in (1, 2, 3, 4))
-    assert medians == sorted(medians)
-    assert medians[3] > 3 * medians[0]  # 48 residual blocks against 6
+    # the fastest of the interleaved runs: other work on a shared machine only adds time
+    fastest = [min(cal.solo[f"exit{e}"]) for e in (1, 2, 3, 4)]
+    assert fastest == sorted(fastest)
+    assert fastest[3] > 3 * fastest[0]  # 48 residual blocks against 6
 
 
 def test_the_fitted_g_k_predicts_measured_batches(cal: Calibration) -> None:
@@ -59,8 +60,12 @@ def test_the_fitted_g_k_predicts_measured_batches(cal: Calibration) -> None:
     # reported by `kairos orloj calibrate`); a test run shares two cores with other work, so it
     # only bounds what a wrong model (not noise) would break: a median error over 35%
     assert check["median_rel_error"] <= 0.35
-    # padding (Eq 4.4): one deep member among shallow ones costs what k deep members cost
-    assert abs(check["padded_vs_homogeneous_median"]) <= 0.10
+    # padding (Eq 4.4): one deep member among shallow ones costs what k deep members cost.
+    # Measured +3% quiet and up to +7.5% with three busy loops on two cores (fastest of
+    # interleaved repetitions); a batch costing its members' average depth would be 30-75%
+    # cheaper than the homogeneous one (6 shallow blocks against 18-48 deep), so 25% still
+    # tells the two apart
+    assert abs(check["padded_vs_homogeneous_median"]) <= 0.25
 
 
 def test_g_k_is_complete_non_negative_and_never_faster_for_a_bigger_batch(

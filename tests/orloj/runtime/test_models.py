@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -57,25 +59,42 @@ def test_a_batch_runs_every_stage_up_to_its_deepest_member_once(cnn: EarlyExitCN
             h.remove()
 
 
-def _fastest_ms(model: EarlyExitCNN, xs: list, reps: int = 7) -> float:
-    """The fastest of a few runs: other work on the machine can only add time."""
-    model.run(xs)
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        model.run(xs)
-        times.append(time.perf_counter() - t0)
-    return min(times) * 1e3
+def _interleaved_median_ms(
+    model: EarlyExitCNN, batches: dict[str, list[Any]], reps: int = 9
+) -> dict[str, float]:
+    """Median time of each batch over `reps` rounds that run every batch once, in a rotating
+    order: a stretch of interference from other work on the machine hits all of them alike,
+    so their ratios hold where their absolute times do not."""
+    for xs in batches.values():
+        model.run(xs)  # warm-up
+    names = list(batches)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(reps):
+        for n in names[r % len(names) :] + names[: r % len(names)]:
+            t0 = time.perf_counter()
+            model.run(batches[n])
+            times[n].append(time.perf_counter() - t0)
+    return {n: 1e3 * statistics.median(t) for n, t in times.items()}
 
 
 def test_batch_time_follows_the_deepest_member_not_the_average(cnn: EarlyExitCNN) -> None:
-    shallow = [cnn.parse({"exit": 1})] * 4
-    one_deep = [cnn.parse({"exit": 4})] + [cnn.parse({"exit": 1})] * 3
-    all_deep = [cnn.parse({"exit": 4})] * 4
-    t_shallow, t_one, t_all = (_fastest_ms(cnn, xs) for xs in (shallow, one_deep, all_deep))
-    # 16 blocks vs 2: one deep member makes the whole batch cost about what four of them do
+    ms = _interleaved_median_ms(
+        cnn,
+        {
+            "shallow": [cnn.parse({"exit": 1})] * 4,
+            "one_deep": [cnn.parse({"exit": 4})] + [cnn.parse({"exit": 1})] * 3,
+            "all_deep": [cnn.parse({"exit": 4})] * 4,
+        },
+    )
+    t_shallow, t_one, t_all = ms["shallow"], ms["one_deep"], ms["all_deep"]
+    print(f"\nmedian ms: {ms}; one deep / all deep {t_one / t_all:.2f}")
+    # 16 blocks vs 2: a deep member makes the batch cost several shallow ones (measured 5-9x,
+    # quiet or with three busy loops on two cores)
     assert t_one > 3 * t_shallow
-    assert t_one == pytest.approx(t_all, rel=0.35)
+    # padded: one deep member costs what four do (measured 0.95-1.16 under that load); a batch
+    # costing its members' average depth would take (t_all + 3 t_shallow) / 4, about 0.35
+    # t_all here, far below the lower bound
+    assert 0.7 * t_all <= t_one <= 1.45 * t_all
 
 
 def test_decoder_emits_exactly_n_new_tokens_and_batched_equals_solo(decoder: TinyDecoder) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import httpx
@@ -17,6 +16,9 @@ from kairos.venn.service.emulator import EmulatorConfig, demo_jobs, make_client,
 from tests.scrape import scrape
 
 CFG = EmulatorConfig(n=1000, seed=1, day_s=20.0, mean_gap_s=5.0, compute_s=0.1)
+# Only against a hang (a run took 2-30 s here): how fast the devices finish the jobs is
+# not asserted; benchmarks/bench_timing_claims.py reports it.
+HANG_S = 500.0
 JOBS = demo_jobs(10, demand=5, rounds=2)
 PRIVATE = set(ATTRIBUTES) | {"attrs", "attributes"}
 
@@ -35,25 +37,29 @@ def test_thousand_devices_finish_ten_jobs_and_never_send_attributes(tmp_path: Pa
     async def main(url: str) -> None:
         client = make_client(CFG, event_hooks={"request": [record]})
         async with client:
-            stats = await run_workload(url, CFG, JOBS, client=client, timeout_s=120)
+            stats = await run_workload(url, CFG, JOBS, client=client, timeout_s=HANG_S)
         _check_finished(stats.jobs)
         assert stats.results >= 10 * 2 * 4  # needed = ceil(0.8 * 5) per round
 
-    start = time.monotonic()
     with BackgroundServer(create_app(db=tmp_path / "venn.sqlite")) as srv:
         asyncio.run(main(srv.url))
         metrics = httpx.get(srv.url + "/metrics").text
     assert scrape(metrics).value("kairos_venn_rounds_completed_total") == 20
-    assert time.monotonic() - start < 120
     device_bodies = [
         json.loads(body)
         for path, body in sent
         if path in ("/v1/checkin", "/v1/results") or path.startswith("/v1/offers/")
     ]
     # 1,000 devices run; how many check in before ten small jobs are done depends on the
-    # machine's speed, so the test asks for a crowd, not for all of them
-    assert CFG.n == 1000
-    assert len({b["device_id"] for b in device_bodies}) >= 100
+    # machine's speed (850-920 in 20-30 s runs), so the test asks for a crowd from the whole
+    # population: every id is one of the emulated devices, and every tenth of them took part
+    ids = {b["device_id"] for b in device_bodies}
+    assert len(ids) >= 100
+    prefix = f"dev-{CFG.seed}-"
+    assert all(i.startswith(prefix) and i[len(prefix) :].isdigit() for i in ids)
+    index = {int(i[len(prefix) :]) for i in ids}
+    assert max(index) < 1000
+    assert {i // 100 for i in index} == set(range(10))
     for body in device_bodies:
         assert set(body) <= {"device_id", "capability", "job_id", "round"}, body
         assert not PRIVATE & set(body)
@@ -82,7 +88,7 @@ def test_restart_mid_run_loses_no_job(tmp_path: Path) -> None:
         servers.append(new)
 
     async def main() -> None:
-        work = asyncio.create_task(run_workload(url, CFG, JOBS, timeout_s=120))
+        work = asyncio.create_task(run_workload(url, CFG, JOBS, timeout_s=HANG_S))
         while True:  # wait until the run is well under way (some rounds completed)
             await asyncio.sleep(0.2)
             try:
