@@ -30,9 +30,9 @@ from kairos.andes.kv_blocks import blocks_for
 from kairos.andes.latency import PROFILES, LatencyModel
 from kairos.andes.policies import andes as andes_module
 from kairos.andes.policies.andes import AndesConfig, AndesPolicy
-from kairos.andes.policy import SchedulerView
 from kairos.andes.policies.fcfs import FCFSPolicy
 from kairos.andes.policies.registry import make_policy
+from kairos.andes.policy import SchedulerView
 from kairos.andes.qoe import sample_speeds, ttft_target
 from kairos.andes.request import Request, Status
 from kairos.andes.scheduler import Scheduler
