@@ -40,6 +40,9 @@ class ServingConfig(BaseModel):
     max_model_len: int = 1024
     max_num_seqs: int = 64
     load_factor: float = Field(0.6, gt=0)
+    # an explicit average rate (req/s) instead of load_factor x the fitted capacity: a fixed
+    # workload whatever the profile measured (the load then depends on the machine's speed)
+    rate: float | None = Field(None, gt=0)
     intensity: float = 2.8
     burst_duration: float = 0.35
     cycle_s: float = 60.0
@@ -107,7 +110,10 @@ def bench_config(cfg: ServingConfig, rate: float, out: Path, policy: str) -> Any
 
 
 def workload_rate(cfg: ServingConfig, profile: Any) -> float:
-    """`load_factor` x the fitted profile's sustainable rate for the workload's mean lengths."""
+    """`rate` if given, else `load_factor` x the fitted profile's sustainable rate for the
+    workload's mean lengths."""
+    if cfg.rate is not None:
+        return cfg.rate
     from kairos.andes.capacity import sustainable_rate
     from kairos.andes.client.bench_workload import build_workload
 
