@@ -1,0 +1,281 @@
+"""The real Orloj dispatcher on the wall clock vs the simulator (issue 12, must-show 1).
+
+The real side: the dispatcher (the one driver, `kairos.orloj.driver.Driver`, on the asyncio
+clock) over a TinyDecoder in a worker process, calibrated there first (solo latencies per input
+class, the fitted g_k). A recorded bursty open-loop trace of the decoder's three applications
+is submitted to the dispatcher at its recorded times (no HTTP: the server adds nothing the
+simulator models, and the test stays short), under Orloj (served options: speed feedback on)
+and under Clockwork, at two loads. The finish rate is the share of completions that met their
+deadline.
+
+The simulated side: `simulate` on exactly the requests that were sent (release times as the
+dispatcher stamped them, relative to the first; same apps, same SLO), each with the hidden solo
+latency of its input class (the calibration's median: a decoder request costs what its `n_new`
+makes it cost), a fresh policy with the same options, and the same offline warm start. Its
+worker runs "the simulation with the speed this run actually had", as Andes' serving
+experiment does, measured from this very run's batches:
+
+* drift: the calibration's g_k scaled by `stats.busy_ms / stats.predicted_ms` (a shared
+  two-core machine runs the worker 0.5-1.8x as long as at calibration);
+* spread: lognormal noise with the standard deviation of log(measured / predicted) over the
+  run's batches (0.05-0.5), the scale divided by exp(sigma^2 / 2) so that the mean batch stays
+  the measured one. Without it the simulator was optimistic by 0.04-0.17: batches that overrun
+  make requests late, which the mean alone hides;
+* turnaround: the worker idles ~1-2 ms between back-to-back batches while a result travels to
+  the frontend and the next batch back (Clockwork, which queues its next action early, 0.3-1
+  ms), added to every simulated batch (the simulated worker starts the next one at once).
+
+The simulated finish rate is the mean over `SIM_SEEDS` noise draws. Load and SLO are set at
+the speed of the moment: a warm-up replay measures the drift since calibration, and the trace
+rates are divided by it and the SLO multiplied by it, so a calibration taken while a neighbour
+slowed the machine does not turn the test into one where everything (or nothing) finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kairos.orloj.batchdist import BatchLatencyModel
+from kairos.orloj.policy import Outcome, Request
+from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig
+from kairos.orloj.runtime.dispatcher import Completion, Dispatcher
+from kairos.orloj.runtime.loadgen import TraceItem, make_trace
+from kairos.orloj.runtime.models import ServedModel, build_model
+from kairos.orloj.runtime.process import ProcessExecutor
+from kairos.orloj.simulator import SimConfig, simulate
+from kairos.orloj.speed import served_options
+from kairos.orloj.systems import make_system
+
+# d_model 128: solo latencies of ~3, 10-20 and 30 ms for 4, 16-32 and 48 new tokens; a replay
+# of 500 requests takes 2-5 s, the whole test ~20-25 s on two cores (the default decoder is
+# 2-3x slower)
+MODEL_OPTIONS: dict[str, Any] = {"d_model": 128}
+POLICIES = ("orloj", "clockwork")
+LOADS = (0.4, 0.7)  # offered load / capacity at batch 16, at the speed measured at warm-up
+SLO_MULT = 2.5  # SLO = 2.5 x the costliest class's median solo latency (at warm-up speed)
+REQUESTS = 500  # per policy and load
+WARM_UP = 60  # requests replayed (and discarded) first: settles the worker, measures its speed
+WARM_START = 1000  # offline solo samples per application
+SIM_SEEDS = 5  # simulated noise draws averaged per point
+BACK_TO_BACK_MS = 5.0  # a shorter gap between two batches is turnaround, a longer one idling
+REPLAY_TIMEOUT_S = 120.0  # a replay whose requests never all end fails instead of hanging
+# Absolute, on a finish rate in [0, 1], per policy. The simulated worker is a model of the
+# real one (lognormal noise at the run's spread, independent from batch to batch); the real
+# worker is a process on a shared machine whose slow batches come in bursts. Over 20 runs of
+# this test (80 points: a quiet machine, other sessions' work, two or three CPU hogs at the
+# test's priority or below), Orloj's |measured - simulated| stayed within 0.05 on a quiet
+# machine and within 0.09 where the machine slowed mid-run (drift 1.6, sigma 0.35-0.5): 0.12
+# bounds that with a margin, and still fails a simulator without the run's drift or spread
+# (off by 0.05-0.5). Clockwork's estimate is the maximum of its last ten batch times per size,
+# so the tail of the batch-time noise decides how much it drops, and one overrun past its
+# 10 ms action window rejects the action queued behind it: the real worker rejected up to
+# twice the simulator's actions, and its finish rate is chaotic: mostly within 0.07 of the
+# simulation, up to 0.12 off, and once (an earlier version of this test) 0.23 below it, a
+# cascade of 16 rejected actions. 0.25 still fails a simulation at the calibrated speed.
+TOLERANCE = {"orloj": 0.12, "clockwork": 0.25}
+# Relative, on Orloj's mean batch size (observed up to 0.15). Clockwork's is not compared: it
+# follows its rejections (above), which moved it by up to 0.6.
+BATCH_TOLERANCE = 0.25
+
+Stack = tuple[ServedModel, ProcessExecutor, Calibration]
+
+
+@contextmanager
+def _raised_priority(nice: int) -> Iterator[None]:
+    """This process (the frontend) at a higher CPU priority if allowed; restored after."""
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.setpriority(os.PRIO_PROCESS, 0, before)
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    model = build_model("decoder", **MODEL_OPTIONS)
+    worker = ProcessExecutor(model, nice=-10)
+    with _raised_priority(-10):
+        worker.start()
+        try:
+            cal = worker.calibrate(CalibrationConfig(solo_runs=10, batch_reps=3))
+            yield model, worker, cal
+        finally:
+            worker.stop()
+
+
+@dataclass
+class Measured:
+    completions: list[Completion]
+    finish_rate: float
+    mean_batch: float
+    drift: float  # measured / predicted batch time, summed over the run
+    sigma: float  # standard deviation of log(measured / predicted) per batch
+    turnaround_ms: float  # mean idle time of the worker between back-to-back batches
+    rejected: int  # actions the worker rejected (Clockwork's missed windows)
+
+
+async def _replay(d: Dispatcher, trace: Sequence[TraceItem], slo: float) -> list[Completion]:
+    """Submit every item at its recorded time (open loop), wait for every completion."""
+    assert d.model is not None
+    await d.start()
+    try:
+        loop = asyncio.get_running_loop()
+        first, t0 = trace[0].arrival_ms, loop.time()
+        futures = []
+        for item in trace:
+            delay = (item.arrival_ms - first) / 1e3 - (loop.time() - t0)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            futures.append(d.submit(item.app, item.slo_ms or slo, d.model.parse(item.input)))
+        return list(await asyncio.wait_for(asyncio.gather(*futures), REPLAY_TIMEOUT_S))
+    finally:
+        await d.stop()
+
+
+def _serve(
+    stack: Stack,
+    name: str,
+    slo: float,
+    offline: Mapping[str, Sequence[float]],
+    trace: Sequence[TraceItem],
+) -> Measured:
+    """One replay of `trace` on the real worker under a fresh `name` policy."""
+    model, worker, cal = stack
+    policy = make_system(name, model=cal.batch_model, slo_ms=slo, options=served_options(name, {}))
+    d = Dispatcher(policy, model, worker, offline=offline, predict=cal.predict(model))
+    done = asyncio.run(_replay(d, trace, slo))
+    assert len(done) == len(trace) and d.open_requests == 0
+    assert {c.outcome for c in done} <= {Outcome.OK, Outcome.LATE, Outcome.TIMED_OUT}
+    s = d.stats
+    assert s.batches > 0 and s.failed_batches == 0
+    ratios = np.array([m / p for _, _, m, p in s.recent if m > 0 and p > 0])
+    ran = sorted((r for r in s.records if not r.rejected), key=lambda r: r.start)
+    gaps = np.array([b.start - a.end for a, b in itertools.pairwise(ran)])
+    turnaround = gaps[(gaps >= 0) & (gaps < BACK_TO_BACK_MS)]
+    return Measured(
+        completions=done,
+        finish_rate=sum(c.outcome is Outcome.OK for c in done) / len(done),
+        mean_batch=s.batched_requests / s.batches,
+        drift=s.busy_ms / s.predicted_ms,
+        sigma=float(np.std(np.log(ratios))),
+        turnaround_ms=float(turnaround.mean()) if turnaround.size else 0.0,
+        rejected=s.rejected_batches,
+    )
+
+
+def _as_measured(g: BatchLatencyModel, run: Measured) -> BatchLatencyModel:
+    """g_k at this run's speed (its mean, not its median: the noise is lognormal) plus the
+    turnaround on every batch."""
+    scaled = g.scaled(run.drift / float(np.exp(run.sigma**2 / 2)))
+    assert scaled.table is not None  # the calibration fits a per-k table
+    return BatchLatencyModel(
+        table={k: (a + run.turnaround_ms, s) for k, (a, s) in scaled.table.items()}
+    )
+
+
+def _simulate(
+    stack: Stack,
+    name: str,
+    slo: float,
+    offline: Mapping[str, Sequence[float]],
+    trace: Sequence[TraceItem],
+    run: Measured,
+) -> dict[str, float]:
+    """What the simulator predicts for the requests that were sent, at this run's speed,
+    averaged over `SIM_SEEDS` noise draws."""
+    model, _, cal = stack
+    first = min(c.release_ms for c in run.completions)
+    solo = {c: cal.solo_median(c) for c in cal.solo}
+    batch_model = _as_measured(cal.batch_model, run)
+    # a bound on simulated time: every request has ended long before it (the real run took
+    # seconds). Needed: now and then Clockwork keeps requests it can no longer serve (its
+    # wake-up at a queue front's expiry lands one ulp short of the drop test, and it then asks
+    # for no further wake-up), and the profiler's 1 s tick would run the simulation forever;
+    # at the horizon they end as timed out, as their deadlines have long passed
+    horizon = max(c.release_ms for c in run.completions) - first + 60_000.0
+    summaries = []
+    for seed in range(SIM_SEEDS):
+        requests = [
+            Request(
+                i,
+                c.app,
+                c.release_ms - first,
+                slo,
+                solo_ms=solo[model.class_of(model.parse(item.input))],
+            )
+            for i, (c, item) in enumerate(zip(run.completions, trace, strict=True))
+        ]
+        policy = make_system(
+            name, model=cal.batch_model, slo_ms=slo, options=served_options(name, {})
+        )
+        config = SimConfig(
+            batch_model=batch_model, noise_sigma=run.sigma, seed=seed, max_time_ms=horizon
+        )
+        summaries.append(simulate(policy, requests, config, offline).summary())
+    keys = ("finish_rate", "mean_batch_size", "rejected_batches")
+    return {k: float(np.mean([s[k] for s in summaries])) for k in keys}
+
+
+@pytest.mark.slow
+def test_the_simulator_predicts_the_real_dispatchers_finish_rate(stack: Stack) -> None:
+    model, _, cal = stack
+    apps = model.default_apps()
+    # from the median of the costliest class, not the P99 of ten solo runs per class (one
+    # slow run under other work moves that by 50%); a batch of 16 holds one almost surely
+    longest = cal.solo_median(list(model.classes())[-1])
+    capacity = 16 / float(cal.batch_model.g(16, longest)) * 1e3  # requests/s at calibration
+    offline = cal.app_profile(apps, WARM_START, seed=0)
+    rows: list[dict[str, Any]] = []
+    with _raised_priority(-10):
+        warm = make_trace(model, apps, 0.5 * capacity, WARM_UP, seed=99)
+        speed = _serve(stack, "orloj", SLO_MULT * longest, offline, warm).drift
+        slo = SLO_MULT * longest * speed
+        for i, rho in enumerate(LOADS):
+            trace = make_trace(model, apps, rho * capacity / speed, REQUESTS, seed=11 + i)
+            for name in POLICIES:
+                real = _serve(stack, name, slo, offline, trace)
+                sim = _simulate(stack, name, slo, offline, trace, real)
+                rows.append(
+                    {
+                        "load": rho,
+                        "policy": name,
+                        "measured": real.finish_rate,
+                        "simulated": sim["finish_rate"],
+                        "batch": real.mean_batch,
+                        "sim_batch": sim["mean_batch_size"],
+                        "rejected": real.rejected,
+                        "sim_rejected": sim["rejected_batches"],
+                        "drift": real.drift,
+                        "sigma": real.sigma,
+                        "turnaround_ms": real.turnaround_ms,
+                    }
+                )
+    print(
+        f"\nSLO {slo:.0f} ms, capacity {capacity:.0f} req/s at batch 16 (calibrated), "
+        f"warm-up drift {speed:.2f}, {REQUESTS} requests per point"
+    )
+    for r in rows:
+        print("  " + "  ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
+                               for k, v in r.items()))  # fmt: skip
+    for r in rows:
+        point = f"{r['policy']} at load {r['load']}: {r}"
+        # a load that matters: agreement at a finish rate of 1 (or 0) would be trivial
+        assert 0.1 < r["measured"] < 0.95, point
+        assert abs(r["measured"] - r["simulated"]) <= TOLERANCE[r["policy"]], point
+        if r["policy"] == "orloj":
+            rel = abs(r["batch"] - r["sim_batch"]) / r["batch"]
+            assert rel <= BATCH_TOLERANCE, point
