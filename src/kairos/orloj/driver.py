@@ -106,6 +106,7 @@ class Driver:
         self._timer: Any = None
         self._timer_at = math.nan
         self._tick: Any = None
+        self._retried = math.nan  # the past wake-up last retried
 
     def now_ms(self) -> float:
         return self.clock.now() * 1e3
@@ -202,7 +203,13 @@ class Driver:
             wake = self.policy.next_wakeup(now)
             due = wake is not None and wake <= now
         self._profile_reruns()
-        self._arm(self.policy.next_wakeup(now), now)
+        wake = self.policy.next_wakeup(now)
+        if wake is not None and wake <= now:
+            # due, yet nothing came of deciding (a deadline check that rounding left a hair
+            # short): ask once more a nanosecond on, rather than never, which strands requests
+            retry, self._retried = wake != self._retried, wake
+            wake = now + 1e-6 if retry else None
+        self._arm(wake, now)
 
     def _decide(self, now: float) -> tuple[Batch, float] | None:
         t0 = time.thread_time()
@@ -292,7 +299,9 @@ class Driver:
         snapshot = self.profiler.snapshot()
         if snapshot is not None:
             self._profile(snapshot)
-        if self.open or self.busy or self.profiler.pending:
+        # keep ticking while something can still happen without an arrival (an arrival
+        # re-arms it): requests a stuck policy holds with no wake-up must not tick forever
+        if self.busy or self.profiler.pending or self._timer is not None:
             self._ensure_tick()
         if snapshot is not None:
             self.kick()
