@@ -22,9 +22,7 @@ quiet machine); the simulator's drift experiment shows the same effect without t
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -43,6 +41,7 @@ from kairos.orloj.runtime.server import create_app
 from kairos.orloj.speed import served_options
 from kairos.orloj.systems import make_system
 from kairos.runtime.http import BackgroundServer
+from tests.orloj.runtime.priority import raised_priority
 
 LOADS = (0.6, 0.9)  # offered load / capacity at batch size 16
 SLO_MULT = 2.0
@@ -53,21 +52,6 @@ POLICIES = ("orloj", "clockwork")
 WARM_START = 1000  # offline solo samples per application
 
 Stack = tuple[ServedModel, ProcessExecutor, Calibration]
-
-
-@contextmanager
-def raised_priority(nice: int) -> Iterator[None]:
-    """This process at a higher CPU priority if allowed; restored afterwards."""
-    before = os.getpriority(os.PRIO_PROCESS, 0)
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, nice)
-    except OSError:
-        yield
-        return
-    try:
-        yield
-    finally:
-        os.setpriority(os.PRIO_PROCESS, 0, before)
 
 
 @pytest.fixture(scope="module")

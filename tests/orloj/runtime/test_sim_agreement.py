@@ -35,9 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +52,7 @@ from kairos.orloj.runtime.process import ProcessExecutor
 from kairos.orloj.simulator import SimConfig, simulate
 from kairos.orloj.speed import served_options
 from kairos.orloj.systems import make_system
+from tests.orloj.runtime.priority import raised_priority
 
 # d_model 128: solo latencies of ~3, 10-20 and 30 ms for 4, 16-32 and 48 new tokens; a replay
 # of 500 requests takes 2-5 s, the whole test ~20-25 s on two cores (the default decoder is
@@ -89,26 +88,11 @@ BATCH_TOLERANCE = 0.25
 Stack = tuple[ServedModel, ProcessExecutor, Calibration]
 
 
-@contextmanager
-def _raised_priority(nice: int) -> Iterator[None]:
-    """This process (the frontend) at a higher CPU priority if allowed; restored after."""
-    before = os.getpriority(os.PRIO_PROCESS, 0)
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, nice)
-    except OSError:
-        yield
-        return
-    try:
-        yield
-    finally:
-        os.setpriority(os.PRIO_PROCESS, 0, before)
-
-
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
     model = build_model("decoder", **MODEL_OPTIONS)
     worker = ProcessExecutor(model, nice=-10)
-    with _raised_priority(-10):
+    with raised_priority(-10):
         worker.start()
         try:
             cal = worker.calibrate(CalibrationConfig(solo_runs=10, batch_reps=3))
@@ -240,7 +224,7 @@ def test_the_simulator_predicts_the_real_dispatchers_finish_rate(stack: Stack) -
     capacity = 16 / float(cal.batch_model.g(16, longest)) * 1e3  # requests/s at calibration
     offline = cal.app_profile(apps, WARM_START, seed=0)
     rows: list[dict[str, Any]] = []
-    with _raised_priority(-10):
+    with raised_priority(-10):
         warm = make_trace(model, apps, 0.5 * capacity, WARM_UP, seed=99)
         speed = _serve(stack, "orloj", SLO_MULT * longest, offline, warm).drift
         slo = SLO_MULT * longest * speed
