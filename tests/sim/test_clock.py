@@ -160,3 +160,16 @@ def test_wall_clock_sleep_until_waits_at_least_until_the_target() -> None:
         return clock.now() - target
 
     assert asyncio.run(go()) >= 0.0
+
+
+def test_timers_an_ulp_apart_fire_at_their_own_times_in_virtual_time() -> None:
+    # asyncio fires timers within its clock resolution together; virtual time must not
+    async def main() -> list[float]:
+        clock = AsyncioClock()
+        seen: list[float] = []
+        for t in (1.9999999999999991, 2.0, 1e4, 1e4 + 2e-12):
+            clock.call_at(t, lambda: seen.append(clock.now()))
+        await asyncio.sleep(2e4)
+        return seen
+
+    assert run_virtual(main()) == [1.9999999999999991, 2.0, 1e4, 1e4 + 2e-12]

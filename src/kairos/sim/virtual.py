@@ -13,6 +13,7 @@ back with `call_soon_threadsafe` are not waited for: a virtual-time run uses sim
 from __future__ import annotations
 
 import asyncio
+import math
 import selectors
 from typing import Any
 
@@ -59,6 +60,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def __init__(self, start: float = 0.0) -> None:
         self._virtual_now = float(start)
         super().__init__(selector=_JumpingSelector(self))
+        self._clock_resolution = math.ulp(self._virtual_now)
 
     def time(self) -> float:
         return self._virtual_now
@@ -69,6 +71,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         scheduled: list[asyncio.TimerHandle] = getattr(self, "_scheduled", [])
         target = scheduled[0].when() if scheduled else self._virtual_now + timeout
         self._virtual_now = max(self._virtual_now, target)
+        # asyncio fires every timer due within its clock's resolution at once (early, for a
+        # wall clock that cannot tell them apart); a virtual clock can: one ulp apart is apart
+        self._clock_resolution = math.ulp(self._virtual_now)
 
 
 def run_virtual(main: Any, start: float = 0.0) -> Any:
