@@ -33,7 +33,7 @@ import pytest
 
 from kairos.orloj.policy import Batch
 from kairos.orloj.profiler import Profiler
-from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig
+from kairos.orloj.runtime.calibrate import Calibration
 from kairos.orloj.runtime.dispatcher import Dispatcher
 from kairos.orloj.runtime.loadgen import make_trace, run_load
 from kairos.orloj.runtime.models import ServedModel, build_model
@@ -42,7 +42,7 @@ from kairos.orloj.runtime.server import create_app
 from kairos.orloj.speed import served_options
 from kairos.orloj.systems import make_system
 from kairos.runtime.http import BackgroundServer
-from tests.orloj.runtime.priority import raised_priority
+from tests.orloj.runtime.worker_stack import calibrated_worker, raised_priority
 
 LOADS = (0.6, 0.9)  # offered load / capacity at batch size 16
 SLO_MULT = 2.0
@@ -58,14 +58,8 @@ Stack = tuple[ServedModel, ProcessExecutor, Calibration]
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
     model = build_model("decoder")
-    worker = ProcessExecutor(model, nice=-10)
-    with raised_priority(-10):
-        worker.start()
-        try:
-            cal = worker.calibrate(CalibrationConfig(solo_runs=10, batch_reps=5))
-            yield model, worker, cal
-        finally:
-            worker.stop()
+    with calibrated_worker(model, batch_reps=5) as (worker, cal):
+        yield model, worker, cal
 
 
 def test_decoder_calibration_fits_g_k(stack: Stack) -> None:

@@ -44,7 +44,7 @@ import pytest
 
 from kairos.orloj.batchdist import BatchLatencyModel
 from kairos.orloj.policy import Outcome, Request
-from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig
+from kairos.orloj.runtime.calibrate import Calibration
 from kairos.orloj.runtime.dispatcher import Completion, Dispatcher
 from kairos.orloj.runtime.loadgen import TraceItem, make_trace
 from kairos.orloj.runtime.models import ServedModel, build_model
@@ -52,7 +52,7 @@ from kairos.orloj.runtime.process import ProcessExecutor
 from kairos.orloj.simulator import SimConfig, simulate
 from kairos.orloj.speed import served_options
 from kairos.orloj.systems import make_system
-from tests.orloj.runtime.priority import raised_priority
+from tests.orloj.runtime.worker_stack import calibrated_worker, raised_priority
 
 # d_model 128: solo latencies of ~3, 10-20 and 30 ms for 4, 16-32 and 48 new tokens; a replay
 # of 500 requests takes 2-5 s, the whole test ~20-25 s on two cores (the default decoder is
@@ -91,14 +91,8 @@ Stack = tuple[ServedModel, ProcessExecutor, Calibration]
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
     model = build_model("decoder", **MODEL_OPTIONS)
-    worker = ProcessExecutor(model, nice=-10)
-    with raised_priority(-10):
-        worker.start()
-        try:
-            cal = worker.calibrate(CalibrationConfig(solo_runs=10, batch_reps=3))
-            yield model, worker, cal
-        finally:
-            worker.stop()
+    with calibrated_worker(model, batch_reps=3) as (worker, cal):
+        yield model, worker, cal
 
 
 @dataclass
