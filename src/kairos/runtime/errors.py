@@ -20,15 +20,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger(__name__)
 
-_TYPE_BY_STATUS = {
-    400: "invalid_request_error",
-    401: "invalid_request_error",
-    404: "invalid_request_error",
-    405: "invalid_request_error",
-    413: "invalid_request_error",
-    429: "rate_limit_exceeded",
-    499: "invalid_request_error",
-}
+
+def _error_type(status: int) -> str:
+    """OpenAI's error type for a status: the client's fault, a rate limit, or ours."""
+    if status == 429:
+        return "rate_limit_exceeded"
+    return "invalid_request_error" if 400 <= status < 500 else "server_error"
 
 
 class APIError(Exception):
@@ -49,7 +46,7 @@ class APIError(Exception):
         self.message = message
         self.param = param
         self.code = code
-        self.type = type or _TYPE_BY_STATUS.get(status, "server_error")
+        self.type = type or _error_type(status)
         self.headers = dict(headers or {})
 
     def body(self) -> dict[str, Any]:

@@ -2,13 +2,15 @@
 
 The limit is enforced while the body streams in (and up front from Content-Length), so an
 oversized upload is refused before it is buffered in full. Every failure is an `APIError` with
-a message the client can act on: 413 too large, 400 empty, not JSON, NaN/Infinity, not an
-object. A client that leaves mid-upload raises `ClientGone`.
+a message the client can act on: 415 not declared as JSON, 413 too large, 400 empty, not JSON,
+NaN/Infinity or a number too large to be finite (`1e999`), nested too deeply, not an object.
+A client that leaves mid-upload raises `ClientGone`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -16,9 +18,12 @@ from starlette.requests import ClientDisconnect, Request
 from kairos.runtime.disconnect import ClientGone
 from kairos.runtime.errors import APIError
 
+MAX_DEPTH = 64  # objects and arrays nested deeper than any request schema needs
+
 
 async def read_json(request: Request, limit: int) -> dict[str, Any]:
     """The body as a JSON object, refusing more than `limit` bytes before reading all of it."""
+    require_json_content_type(request)
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise too_large(limit)
@@ -32,8 +37,9 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
         raise ClientGone() from None
     if not body.strip():
         raise APIError(400, "The request body is empty; send a JSON object.")
+    _check_depth(body)
     try:
-        payload = json.loads(bytes(body), parse_constant=_no_constant)
+        payload = json.loads(bytes(body), parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise APIError(
             400,
@@ -47,8 +53,57 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
     return payload
 
 
+def require_json_content_type(request: Request) -> None:
+    """415 unless the body is declared `application/json` (or a `+json` type): a form post or
+    a missing header is a client bug that parsing would otherwise guess around."""
+    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if kind != "application/json" and not (
+        kind.startswith("application/") and kind.endswith("+json")
+    ):
+        shown = f"'{kind}'" if kind else "no Content-Type"
+        raise APIError(
+            415,
+            f"The request body must be JSON sent with 'Content-Type: application/json'; "
+            f"this one has {shown}.",
+            code="unsupported_media_type",
+        )
+
+
+def _check_depth(body: bytearray) -> None:
+    """400 for nesting past `MAX_DEPTH`, counted on the raw bytes before the parser can recurse
+    that deep (Python's parser raises RecursionError, which used to surface as a 500). The
+    byte-by-byte walk runs only when the body has enough brackets to be that deep."""
+    if body.count(b"[") + body.count(b"{") <= MAX_DEPTH:
+        return
+    depth = 0
+    in_string = escaped = False
+    for byte in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise APIError(400, f"The JSON body is nested more than {MAX_DEPTH} levels deep.")
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+
+
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not a valid JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:32]} is too large to be a finite number")
+    return value
 
 
 def too_large(limit: int) -> APIError:

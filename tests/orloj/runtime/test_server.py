@@ -40,7 +40,7 @@ def server() -> Iterator[tuple[str, Dispatcher]]:
 def _post(
     url: str, body: object = None, content: bytes | None = None, **kw: object
 ) -> httpx.Response:
-    headers = {**AUTH, **kw.pop("headers", {})}  # type: ignore[dict-item]
+    headers = {**AUTH, "content-type": "application/json", **kw.pop("headers", {})}  # type: ignore[dict-item]
     if content is not None:
         return httpx.post(url + "/v1/infer", content=content, headers=headers, timeout=30)
     return httpx.post(url + "/v1/infer", json=body, headers=headers, timeout=30)

@@ -19,6 +19,7 @@ from tests.scrape import scrape
 
 KEY = "s3cret"
 AUTH = {"Authorization": f"Bearer {KEY}"}
+JSON_AUTH = {**AUTH, "content-type": "application/json"}
 
 
 @pytest.fixture()
@@ -93,7 +94,7 @@ def test_errors_name_the_problem_and_server_keeps_serving(
     url: str, path: str, body: object, status: int, param: str | None, words: str
 ) -> None:
     if isinstance(body, str):
-        r = httpx.post(url + path, content=body, headers=AUTH)
+        r = httpx.post(url + path, content=body, headers=JSON_AUTH)
     else:
         r = _post(url, path, body)
     assert r.status_code == status, r.text
@@ -105,7 +106,7 @@ def test_errors_name_the_problem_and_server_keeps_serving(
 
 
 def test_bad_json_unknown_job_and_auth(url: str) -> None:
-    r = httpx.post(url + "/v1/checkin", content=b"{nope", headers=AUTH)
+    r = httpx.post(url + "/v1/checkin", content=b"{nope", headers=JSON_AUTH)
     assert r.status_code == 400 and "parse the JSON" in r.json()["error"]["message"]
     r = httpx.get(url + "/v1/jobs/job-missing", headers=AUTH)
     assert r.status_code == 404 and "job-missing" in r.json()["error"]["message"]
