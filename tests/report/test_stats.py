@@ -10,7 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from kairos.report.stats import mean_ci, percentile_key, percentile_summary, summarize
+from kairos.report.stats import (
+    mean_ci,
+    paired_ratio,
+    percentile_key,
+    percentile_summary,
+    summarize,
+)
 
 FINITE = st.floats(-1e6, 1e6, allow_nan=False)
 ANY = st.one_of(FINITE, st.just(math.nan), st.just(math.inf), st.just(-math.inf))
@@ -78,3 +84,34 @@ def test_mean_ci_with_one_value_or_a_non_finite_one_has_no_width() -> None:
     assert all(math.isnan(v) for v in mean_ci([]))
     with pytest.raises(ValueError, match="level"):
         mean_ci([1.0, 2.0], 1.0)
+
+
+@given(
+    st.lists(st.floats(0.1, 100.0), min_size=2, max_size=30),
+    st.floats(0.2, 5.0),
+)
+def test_paired_ratio_of_a_constant_speedup_is_that_speedup(base: list[float], k: float) -> None:
+    r = paired_ratio(base, [b / k for b in base])
+    assert r.geo_mean == pytest.approx(k)
+    assert r.lo == pytest.approx(k) and r.hi == pytest.approx(k)  # no spread, no width
+    assert r.n == len(base) and r.wins == (len(base) if k > 1 + 1e-12 else r.wins)
+
+
+@given(st.lists(st.tuples(st.floats(0.1, 10.0), st.floats(0.1, 10.0)), min_size=2, max_size=30))
+def test_paired_ratio_interval_brackets_the_geometric_mean(
+    pairs: list[tuple[float, float]],
+) -> None:
+    r = paired_ratio([a for a, _ in pairs], [b for _, b in pairs])
+    assert r.lo <= r.geo_mean * (1 + 1e-9) and r.geo_mean <= r.hi * (1 + 1e-9)
+    logs = np.log([a / b for a, b in pairs])
+    assert r.geo_mean == pytest.approx(math.exp(logs.mean()))
+    assert r.resolves() == (r.lo > 1 or r.hi < 1)
+
+
+def test_paired_ratio_refuses_what_cannot_pair() -> None:
+    with pytest.raises(ValueError, match="equal-length"):
+        paired_ratio([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="finite positive"):
+        paired_ratio([1.0, math.inf], [1.0, 1.0])
+    one = paired_ratio([2.0], [1.0])
+    assert one.geo_mean == 2.0 and math.isnan(one.lo)  # one seed says nothing about spread

@@ -1,4 +1,4 @@
-"""Fluid, not written yet (issue 15).
+"""Fluid: a hyperparameter-tuning execution engine (issue 15).
 
 The package holds only its `cli.SYSTEM` so far, so `kairos fluid` is there from the start.
 """

@@ -1,5 +1,5 @@
-"""`SYSTEM`: what Fluid adds to `kairos` (its `kairos.systems` entry point); so far only its
-group, with the shared `experiment` and `experiments` commands."""
+"""`SYSTEM`: what Fluid adds to `kairos` (its `kairos.systems` entry point): its group with
+the shared `experiment` and `experiments` commands, and the Fluid chapter's experiments."""
 
 from __future__ import annotations
 
@@ -8,4 +8,5 @@ from kairos.systems import System
 SYSTEM = System(
     name="fluid",
     help="Hyperparameter-tuning execution engine that packs and scales trials over GPUs.",
+    experiments="kairos.fluid.experiments",
 )

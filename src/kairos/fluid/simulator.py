@@ -147,6 +147,7 @@ class SimResult:
     best: float
     gpu_seconds: float
     utilisation: float  # busy fraction averaged over GPUs and the makespan
+    allocation: float  # fraction of GPU-time held by trials (a worker "in use")
     trials: int
     resizes: int
     limits: Limits
@@ -204,6 +205,7 @@ def simulate(
         best=stats.best,
         gpu_seconds=backend.gpu_seconds,
         utilisation=busy / (n_gpus * makespan) if makespan > 0 else 0.0,
+        allocation=backend.gpu_seconds / (n_gpus * makespan) if makespan > 0 else 0.0,
         trials=len(engine.trials),
         resizes=stats.resizes,
         limits=config.limits if fluid else Limits(),

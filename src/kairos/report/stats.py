@@ -99,3 +99,44 @@ def cdf(values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted values and the fraction of samples at or below each (a right-continuous step)."""
     x = np.sort(np.asarray(values, dtype=np.float64))
     return x, np.arange(1, x.size + 1) / max(x.size, 1)
+
+
+class PairedRatio(BaseModel):
+    """Per-seed ratios `baseline / ours` on identical inputs, and their geometric mean with a
+    `level` confidence interval (Student's t on the logs). `n` seeds; `wins` where ours was
+    strictly better (ratio > 1). A CI containing 1 means the seeds cannot tell the two apart."""
+
+    n: int
+    geo_mean: float
+    lo: float
+    hi: float
+    wins: int
+    ratios: list[float]
+
+    def resolves(self) -> bool:
+        """Whether the interval excludes 1 (a difference, not a tie, at this many seeds)."""
+        return bool(self.lo > 1 or self.hi < 1)
+
+
+def paired_ratio(
+    baseline: Sequence[float], ours: Sequence[float], level: float = 0.95
+) -> PairedRatio:
+    """Summarise per-seed `baseline[i] / ours[i]` (e.g. makespans: > 1 means ours is faster).
+    Pairs must line up seed by seed; a non-positive or non-finite value is an error, not a
+    silently dropped seed."""
+    b = np.asarray(baseline, dtype=np.float64)
+    o = np.asarray(ours, dtype=np.float64)
+    if b.shape != o.shape or b.ndim != 1:
+        raise ValueError(f"paired values must be two equal-length lists, got {b.shape}, {o.shape}")
+    if not (np.all(np.isfinite(b)) and np.all(np.isfinite(o)) and np.all(b > 0) and np.all(o > 0)):
+        raise ValueError("paired ratios need finite positive values on both sides")
+    ratios = b / o
+    mean_log, half = mean_ci(np.log(ratios), level)
+    return PairedRatio(
+        n=int(ratios.size),
+        geo_mean=math.exp(mean_log) if ratios.size else math.nan,
+        lo=math.exp(mean_log - half) if ratios.size > 1 else math.nan,
+        hi=math.exp(mean_log + half) if ratios.size > 1 else math.nan,
+        wins=int(np.sum(ratios > 1)),
+        ratios=[float(r) for r in ratios],
+    )
