@@ -17,6 +17,7 @@ MODULES = [
     "benchmarks.bench_serving",
     "benchmarks.bench_orloj",
     "benchmarks.bench_venn",
+    "benchmarks.bench_fluid",
     "benchmarks.bench_andes_experiments",
     "benchmarks.bench_timing_claims",
 ]
