@@ -2,7 +2,10 @@
 
 `ModelConfig` holds the few numbers that define a Llama-architecture decoder (Qwen2 is the
 same shape plus biases on the q/k/v projections); `from_hf` reads them from a Hugging Face
-`config.json`. `EngineConfig` is what a deployment chooses: which model, how much KV cache,
+`config.json` of either transformers dialect (see rope.py), and refuses by name what this
+decoder does not compute (another architecture, a RoPE schedule, sliding windows, other
+activations), since a checkpoint that loads with a setting ignored generates wrong text
+without any error. `EngineConfig` is what a deployment chooses: which model, how much KV cache,
 which policy, which latency profile.
 """
 
@@ -14,11 +17,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
+from kairos.andes.engine.rope import RopeScaling, hf_rope_parameters, read_hf_rope
+
 SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM")
 
 
 class ModelConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     vocab_size: PositiveInt
     hidden_size: PositiveInt
@@ -30,6 +35,7 @@ class ModelConfig(BaseModel):
     max_position_embeddings: PositiveInt = 4096
     rms_norm_eps: float = Field(1e-6, gt=0)
     rope_theta: float = Field(10000.0, gt=0)
+    rope_scaling: RopeScaling | None = None  # None: plain RoPE ("default")
     tie_word_embeddings: bool = False
     attention_bias: bool = False  # Qwen2: bias on q, k and v
     bos_token_id: int | None = None
@@ -46,17 +52,19 @@ class ModelConfig(BaseModel):
 
     @classmethod
     def from_hf(cls, path: str | Path) -> ModelConfig:
-        """Read a Hugging Face `config.json` of the Llama or Qwen2 family."""
+        """Read a Hugging Face `config.json` of the Llama or Qwen2 family (transformers 4 or 5)."""
         raw: dict[str, Any] = json.loads(Path(path).read_text())
-        arch = (raw.get("architectures") or ["LlamaForCausalLM"])[0]
+        by_type = "Qwen2ForCausalLM" if raw.get("model_type") == "qwen2" else "LlamaForCausalLM"
+        arch = (raw.get("architectures") or [by_type])[0]
         if arch not in SUPPORTED_ARCHITECTURES:
             raise ValueError(
                 f"{path}: architecture {arch!r} is not supported; "
                 f"choose one of {SUPPORTED_ARCHITECTURES}"
             )
-        if raw.get("rope_scaling"):
-            raise ValueError(f"{path}: rope_scaling is not supported by this engine")
+        _refuse_unsupported(raw, path, arch)
         heads = int(raw["num_attention_heads"])
+        max_positions = raw.get("max_position_embeddings", 4096)
+        theta, scaling = read_hf_rope(raw, path, max_positions)
         eos = raw.get("eos_token_id")
         if isinstance(eos, list):
             eos = eos[0] if eos else None
@@ -66,15 +74,47 @@ class ModelConfig(BaseModel):
             intermediate_size=raw["intermediate_size"],
             num_hidden_layers=raw["num_hidden_layers"],
             num_attention_heads=heads,
-            num_key_value_heads=raw.get("num_key_value_heads", heads),
+            num_key_value_heads=raw.get("num_key_value_heads") or heads,
             head_dim=raw.get("head_dim") or raw["hidden_size"] // heads,
-            max_position_embeddings=raw.get("max_position_embeddings", 4096),
+            max_position_embeddings=max_positions,
             rms_norm_eps=raw.get("rms_norm_eps", 1e-6),
-            rope_theta=raw.get("rope_theta", 10000.0),
+            rope_theta=theta,
+            rope_scaling=scaling,
             tie_word_embeddings=raw.get("tie_word_embeddings", False),
-            attention_bias=arch == "Qwen2ForCausalLM" or bool(raw.get("attention_bias", False)),
+            attention_bias=arch == "Qwen2ForCausalLM",
             bos_token_id=raw.get("bos_token_id"),
             eos_token_id=eos,
+        )
+
+    def to_hf(self) -> dict[str, Any]:
+        """This config as a transformers 5 `config.json` (what `from_hf` reads back equal)."""
+        qwen = self.attention_bias
+        hf = self.model_dump(exclude={"attention_bias", "rope_theta", "rope_scaling"})
+        hf.update(
+            architectures=["Qwen2ForCausalLM" if qwen else "LlamaForCausalLM"],
+            model_type="qwen2" if qwen else "llama",
+            rope_parameters=hf_rope_parameters(self.rope_theta, self.rope_scaling),
+        )
+        return hf
+
+
+def _refuse_unsupported(raw: dict[str, Any], path: str | Path, arch: str) -> None:
+    """Settings that change the computation and that this decoder does not implement."""
+    act = raw.get("hidden_act", "silu")
+    if act != "silu":
+        raise ValueError(f"{path}: hidden_act {act!r} is not supported (SwiGLU uses 'silu')")
+    if raw.get("mlp_bias"):
+        raise ValueError(f"{path}: mlp_bias=true is not supported (no biases in the MLP)")
+    if arch == "LlamaForCausalLM" and raw.get("attention_bias"):
+        raise ValueError(
+            f"{path}: attention_bias=true on LlamaForCausalLM (biases on q, k, v and o) is not "
+            "supported; only Qwen2's q/k/v biases are"
+        )
+    layer_types = raw.get("layer_types") or []
+    if raw.get("use_sliding_window") or any(t != "full_attention" for t in layer_types):
+        raise ValueError(
+            f"{path}: sliding-window attention (use_sliding_window / layer_types) is not "
+            "supported; every layer attends to the full context here"
         )
 
 

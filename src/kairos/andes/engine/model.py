@@ -1,4 +1,5 @@
-"""A Llama-architecture decoder: RMSNorm, rotary positions, grouped-query attention, SwiGLU.
+"""A Llama-architecture decoder: RMSNorm, rotary positions (rope.py), grouped-query attention,
+SwiGLU.
 
 Parameter names follow Hugging Face's `LlamaForCausalLM` / `Qwen2ForCausalLM` so a checkpoint's
 safetensors load by name. The forward pass takes one flat batch of tokens with their absolute
@@ -13,6 +14,7 @@ from torch import nn
 from kairos.andes.engine.attention import AttentionBatch, paged_attention
 from kairos.andes.engine.config import ModelConfig
 from kairos.andes.engine.kv_cache import LayerKV
+from kairos.andes.engine.rope import RotaryEmbedding, apply_rope
 
 
 class RMSNorm(nn.Module):
@@ -27,49 +29,6 @@ class RMSNorm(nn.Module):
         h = x.float()  # half types normalise in float32, as Hugging Face does
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * h.to(x.dtype)
-
-
-class RotaryEmbedding(nn.Module):
-    """Rotate-half RoPE (the Hugging Face Llama convention).
-
-    The cos/sin tables for every position up to `max_positions` are computed once, in
-    float64, and kept per (device, dtype) outside the module's buffers, so `model.to(bf16)`
-    cannot round the frequencies; a forward pass only indexes them."""
-
-    def __init__(self, head_dim: int, theta: float, max_positions: int) -> None:
-        super().__init__()
-        self.head_dim, self.theta, self.max_positions = head_dim, theta, max_positions
-        self._tables: dict[tuple[torch.device, torch.dtype], tuple[torch.Tensor, ...]] = {}
-
-    def _table(self, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
-        key = (device, dtype)
-        if key not in self._tables:
-            exps = torch.arange(0, self.head_dim, 2, dtype=torch.float64) / self.head_dim
-            inv_freq = 1.0 / (self.theta**exps)
-            freqs = torch.arange(self.max_positions, dtype=torch.float64)[:, None] * inv_freq
-            cos = torch.cat([freqs.cos(), freqs.cos()], dim=-1)
-            signed_sin = torch.cat([-freqs.sin(), freqs.sin()], dim=-1)  # see `apply_rope`
-            self._tables[key] = (cos.to(device, dtype), signed_sin.to(device, dtype))
-        return self._tables[key]
-
-    def cos_sin(
-        self, positions: torch.Tensor, dtype: torch.dtype
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """[T, 1, D] cos and signed sin for positions [T] (each below `max_positions`)."""
-        cos, sin = self._table(positions.device, dtype)
-        return cos[positions][:, None, :], sin[positions][:, None, :]
-
-    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        return apply_rope(x, *self.cos_sin(positions, x.dtype))
-
-
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
-    """x [T, heads, D] rotated by per-token angles.
-
-    Hugging Face's `x * cos + rotate_half(x) * sin`, with `rotate_half(x) = [-x2, x1]`
-    written as `roll(x) = [x2, x1]` times a sin table whose first half is negated: three
-    ops instead of five, which matters at decode sizes where each op is mostly overhead."""
-    return torch.addcmul(x * cos, x.roll(x.shape[-1] // 2, -1), signed_sin)
 
 
 class Attention(nn.Module):
@@ -183,7 +142,9 @@ class LlamaForCausalLM(nn.Module):
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
-        self.rope = RotaryEmbedding(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings)
+        self.rope = RotaryEmbedding(
+            cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings, cfg.rope_scaling
+        )
 
     def fuse(self) -> LlamaForCausalLM:
         """Fuse projections for serving (call after the weights and dtype are final)."""

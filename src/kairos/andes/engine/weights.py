@@ -73,10 +73,7 @@ def save_checkpoint(model: nn.Module, cfg: ModelConfig, directory: str | Path) -
 
     path = Path(directory)
     path.mkdir(parents=True, exist_ok=True)
-    arch = "Qwen2ForCausalLM" if cfg.attention_bias else "LlamaForCausalLM"
-    hf = cfg.model_dump(exclude={"attention_bias"})
-    hf.update(architectures=[arch], model_type="qwen2" if cfg.attention_bias else "llama")
-    (path / "config.json").write_text(json.dumps(hf, indent=2))
+    (path / "config.json").write_text(json.dumps(cfg.to_hf(), indent=2))
     state = {
         k: v.detach().contiguous()
         for k, v in model.state_dict().items()
