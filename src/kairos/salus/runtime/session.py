@@ -1,0 +1,101 @@
+"""A job inside the service (spec 2.1's session): its program, its memory accounting, and one
+iteration at a time with the checks that keep the other jobs safe.
+
+Every iteration runs under the job's `StorageTracker` with a limit of the job's persistent
+budget plus its lane's size, so an iteration that allocates past its profile fails at that
+operator (`OverBudget`) instead of taking memory promised to others. After the iteration the
+bytes still live must not exceed the profiled persistent bytes: more is a leak across
+iterations (spec 3.1 step 4, 6.5). A step that raises, leaks or overruns fails this job only:
+`JobFailed` carries the message the client sees.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from typing import Any
+
+from kairos.salus.runtime.device import Device
+from kairos.salus.runtime.job import JobParts, Kind, build
+from kairos.salus.runtime.memory import OverBudget, StorageTracker, state_tensors
+from kairos.salus.runtime.profiler import Measured, profile
+
+
+class JobFailed(RuntimeError):
+    """The job cannot go on; `str(exc)` says why, for the client."""
+
+
+class Session:
+    """One admitted (or profiling) job's runtime state. Used from one lane thread at a time."""
+
+    def __init__(self, job_id: int, device: Device) -> None:
+        self.job_id = job_id
+        self.device = device
+        self.tracker = StorageTracker()
+        self.parts: JobParts | None = None
+        self.measured: Measured | None = None
+        self.budget_p = 0  # bytes: persistent budget, with margin
+        self.budget_e = 0
+
+    def setup(
+        self,
+        factory: Callable[..., Any],
+        kind: Kind,
+        options: dict[str, Any],
+        warmup: int,
+        measured: int,
+        margins: tuple[float, float],
+    ) -> Measured:
+        """Build the job in its persistent context and profile it (warm-up included)."""
+        try:
+            with self.device.job_context(self.job_id), self.tracker:
+                self.parts = build(factory, kind, options)
+            self.measured = profile(self.parts, self.tracker, warmup, measured)
+        except Exception as exc:
+            raise JobFailed(f"setting the job up failed: {type(exc).__name__}: {exc}") from exc
+        self.budget_p, self.budget_e = self.measured.budget(*margins)
+        return self.measured
+
+    def iterate(self, lane: int, lane_bytes: int) -> float:
+        """Run one iteration on `lane` (whose size is `lane_bytes`); its duration in seconds."""
+        parts, measured = self.parts, self.measured
+        if parts is None or measured is None:
+            raise JobFailed("the job was not set up")
+        tracker = self.tracker
+        tracker.limit = self.budget_p + lane_bytes
+        tracker.reset_peak()
+        try:
+            with self.device.lane_context(lane), tracker:
+                duration = self.device.timed(lane, parts.run_iteration)
+        except OverBudget as exc:
+            raise JobFailed(f"the job exceeded its memory profile: {exc}") from None
+        except Exception as exc:
+            if isinstance(exc.__cause__, OverBudget) or "past the" in str(exc):
+                raise JobFailed(f"the job exceeded its memory profile: {exc}") from None
+            raise JobFailed(f"the job's step raised {type(exc).__name__}: {exc}") from exc
+        finally:
+            tracker.limit = None
+        if tracker.live > measured.persistent:
+            gc.collect()  # a reference cycle is not a leak: let the collector free it first
+        if tracker.live > measured.persistent:
+            raise JobFailed(
+                f"the job leaks memory across iterations: {tracker.live} bytes are live after "
+                f"an iteration, its profile's persistent part is {measured.persistent}; keep no "
+                "tensors between steps (store loss.item(), not loss)"
+            )
+        return duration
+
+    def state_pointers(self) -> dict[int, int]:
+        """Storage address -> bytes of the job's model state: unchanged by a switch."""
+        if self.parts is None:
+            return {}
+        out: dict[int, int] = {}
+        for t in state_tensors(self.parts.model, self.parts.optimizer):
+            s = t.untyped_storage()
+            out[s.data_ptr()] = s.nbytes()
+        return out
+
+    def close(self) -> None:
+        """Drop the job's program: its persistent memory is freed with it."""
+        self.parts = None
+        self.device.drop_job(self.job_id)
