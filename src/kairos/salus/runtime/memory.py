@@ -64,7 +64,7 @@ class StorageTracker(TorchDispatchMode):
 
     def _charge(self, t: torch.Tensor) -> None:
         storage = t.untyped_storage()
-        key = storage.data_ptr()
+        key = storage._cdata  # the StorageImpl: stable while it lives, even across resize_
         size = storage.nbytes()
         if size == 0 or key in self._sizes:
             return
@@ -87,7 +87,7 @@ class StorageTracker(TorchDispatchMode):
 
     def owned(self, tensors: list[torch.Tensor]) -> int:
         """Bytes of the distinct storages of `tensors` that this tracker charged."""
-        keys = {t.untyped_storage().data_ptr() for t in tensors}
+        keys = {t.untyped_storage()._cdata for t in tensors}
         with self._lock:
             return sum(self._sizes.get(k, 0) for k in keys)
 
