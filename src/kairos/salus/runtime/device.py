@@ -73,14 +73,22 @@ class CudaDevice(Device):
             self._pools[lane] = torch.cuda.MemPool()
         return self._streams[lane], self._pools[lane]
 
-    def job_context(self, job: int) -> Any:
+    @contextmanager
+    def job_context(self, job: int) -> Iterator[None]:
+        """The factory runs with the GPU as default device (its tensors are made there) and
+        the job's own pool current."""
         pool = self._job_pools.setdefault(job, torch.cuda.MemPool())
-        return torch.cuda.use_mem_pool(pool, self.torch_device)
+        with self.torch_device, torch.cuda.use_mem_pool(pool, self.torch_device):
+            yield
 
     @contextmanager
     def lane_context(self, lane: int) -> Iterator[None]:
         stream, pool = self._lane(lane)
-        with torch.cuda.stream(stream), torch.cuda.use_mem_pool(pool, self.torch_device):
+        with (
+            self.torch_device,
+            torch.cuda.stream(stream),
+            torch.cuda.use_mem_pool(pool, self.torch_device),
+        ):
             yield
 
     def timed(self, lane: int, fn: Callable[[], None]) -> float:

@@ -46,11 +46,14 @@ class Session:
         measured: int,
         margins: tuple[float, float],
     ) -> Measured:
-        """Build the job in its persistent context and profile it (warm-up included)."""
+        """Build the job in its persistent context and profile it (warm-up included): the
+        profiling iterations run there too, which on a GPU creates the lazy per-stream state
+        before admission (spec 6.5)."""
         try:
-            with self.device.job_context(self.job_id), self.tracker:
-                self.parts = build(factory, kind, options)
-            self.measured = profile(self.parts, self.tracker, warmup, measured)
+            with self.device.job_context(self.job_id):
+                with self.tracker:
+                    self.parts = build(factory, kind, options)
+                self.measured = profile(self.parts, self.tracker, warmup, measured)
         except Exception as exc:
             raise JobFailed(f"setting the job up failed: {type(exc).__name__}: {exc}") from exc
         self.budget_p, self.budget_e = self.measured.budget(*margins)

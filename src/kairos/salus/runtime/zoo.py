@@ -22,8 +22,9 @@ Batch = tuple[torch.Tensor, ...]
 
 
 def _batches(make: Callable[[torch.Generator], Batch], seed: int) -> Iterator[Batch]:
-    """An endless stream of fresh random batches (each one ephemeral to its iteration)."""
-    gen = torch.Generator().manual_seed(seed)
+    """An endless stream of fresh random batches (each one ephemeral to its iteration), made on
+    the default device: the service makes that the GPU while a job runs on one."""
+    gen = torch.Generator(torch.get_default_device()).manual_seed(seed)
     while True:
         yield make(gen)
 
