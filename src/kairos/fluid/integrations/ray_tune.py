@@ -1,0 +1,165 @@
+"""Fluid under Ray Tune: a `TrialScheduler` that wraps any Tune scheduler (ASHA, HyperBand,
+PBT, ...) and gives each trial its Fluid width as a placement group.
+
+It builds on Tune's `ResourceChangingScheduler`: the wrapped scheduler still decides which
+trials continue; after every result, DynamicFluid decides whether the trial should be wider or
+narrower, and Tune pauses it and restores it from its checkpoint with the new placement group
+(so set `eps` to what a pause and restore costs, and keep `reuse_actors` off). A width below
+one is a `1/c` share of one device bundle, a width of `w` is `w` bundles of one device each.
+On a host without GPUs the devices are a custom resource, `vgpu` by default: start Ray with
+`ray.init(resources={"vgpu": n})`; on a GPU cluster pass `resource="GPU"`.
+
+    fluid = FluidScheduler(ASHAScheduler(max_t=81), devices=8, limits=Limits(c=2, d=4), max_t=81)
+    tune.Tuner(tune.with_resources(train_digits, fluid.initial_resources()),
+               tune_config=tune.TuneConfig(scheduler=fluid, metric="accuracy", mode="max"))
+
+Inside the trainable, `fluid_width(tune.get_context().get_trial_resources())` is the width.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from ray.tune.execution.placement_groups import PlacementGroupFactory
+from ray.tune.schedulers import ResourceChangingScheduler, TrialScheduler
+
+from kairos.fluid.core.dynamic import dynamic_fluid
+from kairos.fluid.core.model import Limits, PlanTrial, Width, water_fill
+from kairos.fluid.core.profiler import ema, per_gpu_time
+
+
+def width_resources(
+    width: Width, resource: str = "vgpu", cpus: float = 1.0
+) -> PlacementGroupFactory:
+    if width < 1:
+        return PlacementGroupFactory([{"CPU": cpus, resource: float(width)}])
+    return PlacementGroupFactory([{"CPU": cpus, resource: 1.0}] * int(width), strategy="PACK")
+
+
+def fluid_width(resources: PlacementGroupFactory, resource: str = "vgpu") -> Fraction:
+    total = sum(float(b.get(resource, 0.0)) for b in resources.bundles)
+    return Fraction(total).limit_denominator(64)
+
+
+class _Allocation:
+    """Tune sets `metric` and `mode` on its allocation function, so it must be an object."""
+
+    metric: str | None = None
+    mode: str | None = None
+
+    def __init__(self, owner: FluidScheduler) -> None:
+        self.owner = owner
+
+    def __call__(self, controller: Any, trial: Any, result: dict[str, Any], _s: Any) -> Any:
+        return self.owner._allocate(controller, trial, result)
+
+
+class FluidScheduler(ResourceChangingScheduler):
+    def __init__(
+        self,
+        base_scheduler: TrialScheduler,
+        devices: int,
+        limits: Limits,
+        max_t: int,
+        eps: float = 10.0,
+        alpha: float = 1.0,
+        beta: float = 1.0,
+        concurrency: int | None = None,
+        resource: str = "vgpu",
+        cpus_per_bundle: float = 1.0,
+        iteration_key: str = "training_iteration",
+    ) -> None:
+        super().__init__(base_scheduler, _Allocation(self))
+        self.devices, self.limits, self.max_t, self.eps = devices, limits, max_t, eps
+        self.alpha, self.beta = alpha, beta  # Eq. 3.2's overheads, from Fluid's profiler
+        self.concurrency = concurrency or devices * limits.c
+        self.resource, self.cpus = resource, cpus_per_bundle
+        self.iteration_key = iteration_key
+        self.t1: dict[str, float] = {}
+        self.done: dict[str, int] = {}
+        self.decisions: list[dict[str, Any]] = []  # every width Fluid set, in order
+
+    def initial_resources(self) -> PlacementGroupFactory:
+        """The resources every trial is created with (Tune needs one shape to start from);
+        Fluid replaces them with its StaticFluid width as each trial is added."""
+        return width_resources(self.limits.slot, self.resource, self.cpus)
+
+    def _set(self, trial: Any, width: Width, why: str) -> PlacementGroupFactory:
+        self.decisions.append(
+            {
+                "trial": trial.trial_id,
+                "iteration": self.done.get(trial.trial_id, 0),
+                "width": width,
+                "why": why,
+            }
+        )
+        return width_resources(width, self.resource, self.cpus)
+
+    def on_trial_add(self, tune_controller: Any, trial: Any, **kwargs: Any) -> None:
+        super().on_trial_add(tune_controller, trial, **kwargs)
+        # StaticFluid before anything is measured: equal work over the live trials it expects
+        width = water_fill(1.0, float(self.concurrency), self.devices, self.limits)
+        self.set_trial_resources(trial, self._set(trial, width, "static"))
+
+    def _left(self, trial_id: str) -> int:
+        return max(self.max_t - self.done.get(trial_id, 0), 0)
+
+    def _allocate(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> Any:
+        width = fluid_width(trial.placement_group_factory, self.resource)
+        measured = float(result.get("time_this_iter_s") or 0.0)
+        if measured > 0:
+            self.t1[trial.trial_id] = ema(
+                self.t1.get(trial.trial_id), per_gpu_time(measured, width, self.alpha, self.beta)
+            )
+        self.done[trial.trial_id] = int(result.get(self.iteration_key, 0))
+        live = [t for t in tune_controller.get_live_trials() if t.trial_id in self.t1]
+        known = sorted(self.t1.values())
+        median = known[len(known) // 2]
+        plan = [
+            PlanTrial(
+                t.trial_id,
+                self._left(t.trial_id) * self.t1.get(t.trial_id, median),
+                self.alpha,
+                self.beta,
+            )
+            for t in live
+        ]
+        plan = [p for p in plan if p.h1 > 0]
+        widths = {t.trial_id: fluid_width(t.placement_group_factory, self.resource) for t in live}
+        used = sum(widths.values(), Fraction(0))
+        idle = max(0, self.devices - int(-(-used // 1)))  # whole devices nobody holds
+        for r in dynamic_fluid(
+            plan, {p.trial_id: widths[p.trial_id] for p in plan}, idle, self.limits, self.eps
+        ):
+            if r.trial_id == trial.trial_id:
+                return self._set(trial, r.new, "dynamic")
+        return None
+
+
+def train_digits(config: dict[str, Any]) -> None:
+    """A Tune function trainable over `DigitsMLP`: one epoch a result, a checkpoint every
+    epoch (a Fluid resize is a pause and a restore), and the width Ray actually gave the trial
+    in every result (`fluid_width`), read back from its placement group."""
+    import tempfile
+    from pathlib import Path
+
+    from ray import tune
+
+    from kairos.fluid.runtime.trainable import DigitsMLP
+
+    model = DigitsMLP(config)
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as d:
+            model.restore(Path(d) / "state.pt")
+    resource = str(config.get("resource", "vgpu"))
+    while True:
+        accuracy = model.step()
+        width = fluid_width(tune.get_context().get_trial_resources(), resource)
+        with tempfile.TemporaryDirectory() as d:
+            model.save(Path(d) / "state.pt")
+            tune.report(
+                {"accuracy": accuracy, "fluid_width": float(width), "epoch": model.epoch},
+                checkpoint=tune.Checkpoint.from_directory(d),
+            )

@@ -1,0 +1,75 @@
+"""Fluid under Ray Tune on a local Ray cluster: ASHA decides, Fluid sizes each trial's placement
+group, and the widths Ray really gave each trial (read back inside the trainable) are the
+ones Fluid chose."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from ray import tune  # noqa: E402
+from ray.tune.schedulers import ASHAScheduler  # noqa: E402
+
+from kairos.fluid.core.model import Limits  # noqa: E402
+from kairos.fluid.integrations.ray_tune import FluidScheduler, train_digits  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    ray.init(
+        num_cpus=8,
+        resources={"vgpu": 2},
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    yield
+    ray.shutdown()
+
+
+def test_asha_runs_with_fluid_widths_as_placement_groups(local_ray: None, tmp_path: Path) -> None:
+    asha = ASHAScheduler(max_t=6, grace_period=2, reduction_factor=2)
+    # alpha 1.5: sharing a device slows a trial by half, so a survivor gains from a whole one
+    fluid = FluidScheduler(asha, devices=2, limits=Limits(c=2, d=2), max_t=6, eps=0.0, alpha=1.5)
+    tuner = tune.Tuner(
+        tune.with_resources(train_digits, fluid.initial_resources()),
+        param_space={"x0": tune.grid_search([0.05, 0.35, 0.55, 0.75]), "x1": 0.4},
+        tune_config=tune.TuneConfig(
+            scheduler=fluid, metric="accuracy", mode="max", reuse_actors=False
+        ),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+    )
+    grid = tuner.fit()
+    assert not grid.errors
+    results = [grid[i] for i in range(len(grid))]
+    assert len(results) == 4
+    chosen: dict[str, set[Fraction]] = {}
+    for d in fluid.decisions:
+        chosen.setdefault(d["trial"], set()).add(Fraction(d["width"]))
+    last_epoch: dict[str, int] = {}
+    for result in results:
+        assert result.metrics is not None and result.metrics_dataframe is not None
+        trial_id = result.metrics["trial_id"]
+        history = result.metrics_dataframe
+        widths = {Fraction(w).limit_denominator(64) for w in history["fluid_width"]}
+        assert widths <= chosen[trial_id], (trial_id, widths, chosen[trial_id])
+        epochs = list(history["epoch"])  # after a restore Tune keeps the rows from there on
+        assert epochs == list(range(epochs[0], epochs[0] + len(epochs)))  # no gap, no restart
+        assert epochs[-1] == result.metrics["training_iteration"]  # state came from checkpoints
+        last_epoch[trial_id] = epochs[-1]
+    assert any(d["why"] == "dynamic" for d in fluid.decisions), fluid.decisions
+    final = {d["trial"]: d for d in fluid.decisions}  # each trial's last decision
+    for result in results:  # a trial that reported after its last resize ran at that width
+        trial_id = result.metrics["trial_id"]
+        d = final[trial_id]
+        if last_epoch[trial_id] > d["iteration"] + 1:
+            width = float(result.metrics["fluid_width"])
+            assert Fraction(width).limit_denominator(64) == Fraction(d["width"]), d
+    assert any(
+        (r.metrics or {}).get("training_iteration") == 6 for r in results
+    )  # ASHA let one finish
