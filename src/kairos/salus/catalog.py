@@ -7,8 +7,9 @@ row (the shorter rows include 62-129 s of start-up), `P` = parameter + optimizer
 of the network (fp32 weights; the paper's jobs ran tf_cnn_benchmarks, whose default optimizer
 is plain SGD and keeps no per-parameter state, so 4 bytes a parameter; the counts are the
 published sizes of the torchvision/timm builds; resnet152's 241 MB sits inside the 110.9 -
-822.2 MB the paper measured), `E` = peak - P and `u` = 1 (CNN training is compute bound). The other 12 (vae, superres, speech, seq2seq) are not in the data: their numbers below
-are stated assumptions, marked `source="assumed"`, used only by the model demonstrations.
+822.2 MB the paper measured), `E` = peak - P and `u` = 1 (CNN training is compute bound).
+The other 12 (vae, superres, speech, seq2seq) are not in the data: their numbers below are
+stated assumptions, marked `source="assumed"`, used only by the model demonstrations.
 """
 
 from __future__ import annotations
