@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from kairos.salus.layout import Lane
+from kairos.salus.lanes import Lane, SafetyViolation
 
 Range = tuple[int, int]  # [base, end)
 
@@ -125,8 +123,6 @@ class AddressSpace:
 
     # ---- invariants -----------------------------------------------------------------------------
     def verify(self, lanes: Sequence[Lane], ephemeral: Mapping[int, int]) -> None:
-        from kairos.salus.layout import SafetyViolation
-
         blocks = sorted(self.blocks.values())
         for (_, end), (base, _) in itertools.pairwise(blocks):
             if base < end:

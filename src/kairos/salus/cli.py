@@ -1,5 +1,5 @@
-"""`SYSTEM`: what Salus adds to `kairos` (its `kairos.systems` entry point); so far only its
-group, with the shared `experiment` and `experiments` commands."""
+"""`SYSTEM`: what Salus adds to `kairos` (its `kairos.systems` entry point): its group, with
+the shared `experiment` and `experiments` commands, and the Salus chapter's experiments."""
 
 from __future__ import annotations
 
@@ -8,4 +8,5 @@ from kairos.systems import System
 SYSTEM = System(
     name="salus",
     help="Many DL jobs sharing one GPU: iteration-granularity switching, memory lanes.",
+    experiments="kairos.salus.experiments",
 )

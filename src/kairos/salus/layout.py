@@ -14,43 +14,12 @@ With `addresses=True` the layout also keeps the address-range model (Tier B,
 
 from __future__ import annotations
 
-import enum
 import itertools
-from dataclasses import dataclass, field
 
 from kairos.salus.addresses import AddressSpace
+from kairos.salus.lanes import Lane, LaneMode, SafetyViolation
 
-
-class LaneMode(enum.Enum):
-    """MULTI opens a new lane for a job whenever it fits (PACK: parallelism); SINGLE keeps one
-    lane that every job shares (SRTF/FAIR/FIFO: time sharing), spec 3.4 note (c)."""
-
-    SINGLE = "single"
-    MULTI = "multi"
-
-
-class SafetyViolation(AssertionError):
-    """Eq. 2.1 (or, with addresses, a range invariant) broke: a bug, never a user error."""
-
-
-@dataclass(eq=False)
-class Lane:
-    """A slice of the ephemeral region with its own stream: iterations in it run one at a time.
-
-    `size` is the reservation Eq. 2.1 counts (the target size after grows and shrinks); `jobs`
-    are in admission order (PACK's round robin and FIFO read it); `busy` holds the job whose
-    iteration runs; `last` the job that ran last (a switch is a different job next).
-    """
-
-    id: int
-    size: int
-    jobs: list[int] = field(default_factory=list)
-    busy: int | None = None
-    last: int | None = None
-
-    @property
-    def idle(self) -> bool:
-        return self.busy is None
+__all__ = ["Lane", "LaneMode", "MemoryLayout", "SafetyViolation"]
 
 
 class MemoryLayout:
