@@ -86,8 +86,9 @@ class Profile:
         not see; P + E capped at `capacity` so a job that fitted when profiled still fits."""
         if margin_p < 0 or margin_total < 0:
             raise ProfileError(f"{self.workload}: margins must be >= 0")
-        p = math.ceil(self.persistent * (1 + margin_p))
-        total = max(p, math.ceil(self.peak * (1 + margin_total)))
+        # rounded first so that 100 x 1.1 is 110 bytes, not 111
+        p = math.ceil(round(self.persistent * (1 + margin_p), 6))
+        total = max(p, math.ceil(round(self.peak * (1 + margin_total), 6)))
         if capacity is not None:
             total = min(total, capacity)
             p = min(p, total)

@@ -90,7 +90,7 @@ def e1_trace(cfg: E1Trace, profiles: Mapping[str, Profile], seed: int) -> list[T
         t = t + gaps[i] * mean_gap if i else 0.0
         prof = profiles[names[picks[i]]]
         iterations = max(1, round(minutes[i] * 60 * cfg.time_scale / prof.t_iter))
-        out.append(TraceJob(i, prof.workload, iterations, t, iterations * prof.t_iter))
+        out.append(TraceJob(i, prof.workload, iterations, float(t), iterations * prof.t_iter))
     return out
 
 
@@ -99,7 +99,15 @@ def write_trace(path: Path, trace: Sequence[TraceJob]) -> None:
         w = csv.writer(fh)
         w.writerow(TRACE_COLUMNS)
         for j in trace:
-            w.writerow([j.job_id, j.workload, j.iterations, repr(j.submit_time), repr(j.duration)])
+            w.writerow(
+                [
+                    j.job_id,
+                    j.workload,
+                    j.iterations,
+                    repr(float(j.submit_time)),
+                    repr(float(j.duration)),
+                ]
+            )
 
 
 def _cell(
