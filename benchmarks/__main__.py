@@ -18,6 +18,7 @@ MODULES = [
     "benchmarks.bench_orloj",
     "benchmarks.bench_venn",
     "benchmarks.bench_fluid",
+    "benchmarks.bench_salus",
     "benchmarks.bench_andes_experiments",
     "benchmarks.bench_timing_claims",
 ]
