@@ -3,10 +3,12 @@ the shared `experiment` and `experiments` commands, and the Salus chapter's expe
 
 from __future__ import annotations
 
+from kairos.salus.runtime.cli import register
 from kairos.systems import System
 
 SYSTEM = System(
     name="salus",
     help="Many DL jobs sharing one GPU: iteration-granularity switching, memory lanes.",
     experiments="kairos.salus.experiments",
+    register=(register,),
 )

@@ -39,6 +39,7 @@ class IterationRun:
     switched_from: int | None = None  # the lane's previous job, when it was another one
     switch_gap: float | None = None  # previous iteration's end -> this one's start (seconds)
     swap_s: float = 0.0  # time spent suspending/resuming state (suspend mode only)
+    moved_bytes: int = 0  # the job's state bytes not at their set-up addresses (on a switch)
     error: str | None = None
 
 
@@ -86,8 +87,12 @@ class LaneThreads:
         start = self.now()  # the iteration starts once its state is in place
         error: str | None = None
         duration = 0.0
+        moved = 0
         try:
-            duration = self.sessions[job].iterate(lane, lane_bytes)
+            session = self.sessions[job]
+            if switched:  # checked off the clock: the next iteration has already started
+                moved = session.moved_bytes()
+            duration = session.iterate(lane, lane_bytes)
         except JobFailed as exc:
             error = str(exc)
         except Exception as exc:  # a bug of ours must fail the job, not the lane thread
@@ -104,6 +109,7 @@ class LaneThreads:
                 switched_from=prev[0] if switched and prev else None,
                 switch_gap=start - prev[1] if switched and prev else None,
                 swap_s=swap_s,
+                moved_bytes=moved,
                 error=error,
             )
         )

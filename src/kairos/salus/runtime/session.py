@@ -36,6 +36,7 @@ class Session:
         self.measured: Measured | None = None
         self.budget_p = 0  # bytes: persistent budget, with margin
         self.budget_e = 0
+        self.pointers: dict[int, int] = {}  # state storages' addresses after set-up
 
     def setup(
         self,
@@ -57,7 +58,14 @@ class Session:
         except Exception as exc:
             raise JobFailed(f"setting the job up failed: {type(exc).__name__}: {exc}") from exc
         self.budget_p, self.budget_e = self.measured.budget(*margins)
+        self.pointers = self.state_pointers()
         return self.measured
+
+    def moved_bytes(self) -> int:
+        """Bytes of model state no longer where they were after set-up: 0 while the job
+        stays resident (Salus), all of it once suspend/resume has moved it."""
+        now = self.state_pointers()
+        return sum(n for ptr, n in self.pointers.items() if now.get(ptr) != n)
 
     def iterate(self, lane: int, lane_bytes: int) -> float:
         """Run one iteration on `lane` (whose size is `lane_bytes`); its duration in seconds."""

@@ -74,6 +74,7 @@ class JobRecord:
     ephemeral_bytes: int = 0
     t_iter_s: float = math.nan
     switches: list[float] = field(default_factory=list)  # switch gaps into this job (s)
+    moved_bytes: int = 0  # most state bytes found moved when switched to (0 under Salus)
 
     def as_json(self) -> dict[str, Any]:
         def num(x: float) -> float | None:
@@ -98,4 +99,6 @@ class JobRecord:
             "t_iter_s": num(self.t_iter_s),
             "expected_s": self.spec.expected_s,
             "priority": self.spec.priority,
+            "switches_in": len(self.switches),
+            "moved_bytes": self.moved_bytes,
         }

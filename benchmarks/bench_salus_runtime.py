@@ -1,0 +1,107 @@
+"""Salus runtime benchmark: the service's per-iteration overhead (the paper's Fig. 2.12).
+
+The same small CNN training step (about 20 ms or more here) runs three ways, interleaved so
+that the machine's drift hits all of them alike:
+1. plain: a Python loop calling the step;
+2. accounted: the same loop under the job's `StorageTracker` (the CPU memory accounting of
+   spec 6.7, a dispatch mode on every operator), to show what the accounting alone costs;
+3. service: the job submitted over HTTP to a real `kairos salus serve` service (FIFO, one job),
+   timed from its first iteration after profiling to its last (the service's own clock).
+The overhead is reported as a ratio to the plain loop (goal: under 10%) and in microseconds per
+iteration. Also the switch gap between two resident jobs on one lane versus suspend/resume.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kairos.report import print_table, write_result
+from kairos.runtime.http import BackgroundServer
+from kairos.salus.runtime import zoo
+from kairos.salus.runtime.client import SalusClient
+from kairos.salus.runtime.memory import StorageTracker
+from kairos.salus.runtime.server import create_app
+from kairos.salus.runtime.service import SalusService
+from kairos.salus.runtime.settings import ServiceSettings
+
+CNN = {"batch": 32, "width": 16, "image": 32}  # >= ~20 ms per training step on one core
+
+
+def plain_loop(n: int, accounted: bool) -> float:
+    """Seconds per iteration of the CNN step in a plain loop (after 3 warm-up steps)."""
+    tracker = StorageTracker()
+    with tracker:
+        parts = zoo.cnn("train", **CNN)
+    for _ in range(3):
+        parts.run_iteration()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        if accounted:
+            with tracker:
+                parts.run_iteration()
+        else:
+            parts.run_iteration()
+    return (time.perf_counter() - t0) / n
+
+
+def service_run(client: SalusClient, n: int) -> float:
+    """Seconds per iteration of the same job run by the service (after its profiling)."""
+    job = client.submit("bench", "kairos.salus.runtime.zoo:cnn", n + 8, options=CNN)
+    done = client.wait(job["id"], timeout_s=600)
+    if done["state"] != "done":
+        raise RuntimeError(f"the benchmark job ended {done['state']}: {done['error']}")
+    return float(done["finished_s"] - done["started_s"]) / n
+
+
+def switch_gaps(switch: str, n: int) -> float:
+    """Median switch gap (s) between two LSTM jobs (~18 MB state each) alternating under FAIR."""
+    opts = {"hidden": 256, "vocab": 2000, "seq": 4, "batch": 2}
+    settings = ServiceSettings(policy="fair", switch=switch, capacity_bytes=2**30, torch_threads=1)
+    service = SalusService(settings)
+    with BackgroundServer(create_app(service)) as srv, SalusClient(srv.url) as client:
+        ids = [client.submit(f"j{k}", "kairos.salus.runtime.zoo:lstm", n, options=opts)["id"]
+               for k in range(2)]  # fmt: skip
+        for i in ids:
+            client.wait(i, timeout_s=600)
+        gaps = [g for r in service.jobs.values() for g in r.switches]
+    return statistics.median(gaps)
+
+
+def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
+    torch.set_num_threads(1)
+    n, rounds = (20, 2) if quick else (100, 5)
+    times: dict[str, list[float]] = {"plain": [], "accounted": [], "service": []}
+    settings = ServiceSettings(policy="fifo", torch_threads=1, capacity_bytes=2**30)
+    service = SalusService(settings)
+    with BackgroundServer(create_app(service)) as srv, SalusClient(srv.url) as client:
+        for _ in range(rounds):
+            times["plain"].append(plain_loop(n, accounted=False))
+            times["accounted"].append(plain_loop(n, accounted=True))
+            times["service"].append(service_run(client, n))
+    plain = statistics.median(times["plain"])
+    rows: list[dict[str, Any]] = []
+    for mode, ts in times.items():
+        t = statistics.median(ts)
+        rows.append(
+            {
+                "case": f"cnn step, {mode}",
+                "ms_per_iter": round(t * 1e3, 3),
+                "overhead_pct": round((t / plain - 1) * 100, 2),
+                "overhead_us_per_iter": round((t - plain) * 1e6, 1),
+            }
+        )
+    for switch in ("resident", "suspend"):
+        gap = switch_gaps(switch, 30 if quick else 100)
+        rows.append({"case": f"switch gap, {switch}", "ms_per_iter": round(gap * 1e3, 3)})
+    print_table(rows, title="Salus runtime overhead (medians)")
+    write_result(out_dir, "bench_salus_runtime", config={"cnn": CNN, "n": n}, rows=rows)
+    return rows
+
+
+if __name__ == "__main__":
+    run(Path("results/bench"), quick=False)

@@ -1,0 +1,112 @@
+"""`kairos salus serve | submit`: the real execution service from the command line.
+
+    kairos salus serve --policy srtf --capacity-mb 256
+    kairos salus submit --name a --factory kairos.salus.runtime.zoo:cnn --iterations 200 \\
+        --expected-s 3 --option batch=16 --wait
+
+`serve` runs one long-lived process that owns the device; `submit` sends a job and (with
+`--wait`) follows it until it ends. `--allow-module PREFIX` widens the modules factories may be
+imported from: only do that for code you trust, since importing runs it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kairos.cli_utils import config_error, make_console, parse_assignments
+
+console = make_console()
+
+
+def register(group: typer.Typer) -> None:
+    @group.command("serve")
+    def serve_cmd(
+        policy: Annotated[str, typer.Option(help="fifo, pack, srtf or fair")] = "srtf",
+        device: Annotated[str, typer.Option(help="cpu or cuda")] = "cpu",
+        capacity_mb: Annotated[
+            float | None, typer.Option(help="C in MiB (CPU: the virtual device's memory)")
+        ] = 256.0,
+        allow_module: Annotated[
+            list[str] | None, typer.Option(help="extra module prefix factories may come from")
+        ] = None,
+        switch: Annotated[str, typer.Option(help="resident (Salus) or suspend (baseline)")] = (
+            "resident"
+        ),
+        threads: Annotated[int | None, typer.Option(help="torch threads")] = None,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        api_key: Annotated[str | None, typer.Option(envvar="KAIROS_API_KEY")] = None,
+        max_jobs: int = 256,
+        log_level: str = "info",
+    ) -> None:
+        """Serve jobs: POST /v1/jobs, GET /v1/jobs(/{id}), POST /v1/jobs/{id}/cancel, /metrics."""
+        from pydantic import ValidationError
+
+        from kairos.runtime.http import serve
+        from kairos.salus.runtime.job import DEFAULT_ALLOWED
+        from kairos.salus.runtime.server import create_app
+        from kairos.salus.runtime.service import SalusService
+        from kairos.salus.runtime.settings import ServiceSettings
+
+        try:
+            settings = ServiceSettings.model_validate(
+                {
+                    "policy": policy,
+                    "device": device,
+                    "capacity_bytes": None if capacity_mb is None else int(capacity_mb * 2**20),
+                    "allow_modules": (*DEFAULT_ALLOWED, *(allow_module or [])),
+                    "switch": switch,
+                    "torch_threads": threads,
+                    "host": host,
+                    "port": port,
+                    "api_key": api_key,
+                    "max_jobs": max_jobs,
+                    "log_level": log_level,
+                }
+            )
+        except ValidationError as exc:
+            raise typer.BadParameter(config_error(exc)) from None
+        service = SalusService(settings)
+        console.print(
+            f"[bold]Salus[/] {settings.policy} on {settings.device} at "
+            f"http://{settings.host}:{settings.port}"
+        )
+        serve(create_app(service), settings)
+
+    @group.command("submit")
+    def submit_cmd(
+        name: Annotated[str, typer.Option(help="the job's name")],
+        factory: Annotated[str, typer.Option(help="package.module:function")],
+        iterations: Annotated[int, typer.Option(help="iterations to run")],
+        kind: Annotated[str, typer.Option(help="train or infer")] = "train",
+        expected_s: Annotated[float | None, typer.Option(help="T for SRTF")] = None,
+        priority: int = 0,
+        option: Annotated[
+            list[str] | None, typer.Option(help="KEY=VALUE factory option (JSON value)")
+        ] = None,
+        url: str = "http://127.0.0.1:8000",
+        api_key: Annotated[str | None, typer.Option(envvar="KAIROS_API_KEY")] = None,
+        wait: Annotated[bool, typer.Option(help="follow the job until it ends")] = False,
+    ) -> None:
+        """Submit one job to a running service (and follow it with --wait)."""
+        from kairos.salus.runtime.client import SalusClient, SalusError
+
+        options = parse_assignments(option, "--option")
+        with SalusClient(url, api_key) as client:
+            try:
+                job = client.submit(name, factory, iterations, kind, expected_s, priority, options)
+                console.print_json(data=job)
+                if wait:
+                    for snap in client.watch(job["id"], poll_s=0.5):
+                        console.print(
+                            f"job {snap['id']} {snap['state']}: "
+                            f"{snap['iterations_done']}/{snap['iterations']} iterations"
+                            + (f" - {snap['error']}" if snap["error"] else "")
+                        )
+                    if snap["state"] != "done":
+                        raise typer.Exit(1)
+            except SalusError as exc:
+                console.print(f"[red]{exc}")
+                raise typer.Exit(2) from None

@@ -1,0 +1,27 @@
+"""A real Salus service on a free port for the tests: one call gives its URL, a client and the
+in-process service (read only to check what HTTP does not show, e.g. storage addresses)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from kairos.runtime.http import BackgroundServer
+from kairos.salus.runtime.client import SalusClient
+from kairos.salus.runtime.server import create_app
+from kairos.salus.runtime.service import SalusService
+from kairos.salus.runtime.settings import ServiceSettings
+
+FAULTY = "tests.salus.runtime.faulty"
+ZOO = "kairos.salus.runtime.zoo"
+TINY = {"batch": 4}  # a few-ms step
+
+
+@contextmanager
+def salus(**settings: Any) -> Iterator[tuple[SalusClient, SalusService]]:
+    """`ServiceSettings(**settings)` served over a real socket (1 torch thread by default)."""
+    settings.setdefault("torch_threads", 1)
+    service = SalusService(ServiceSettings(**settings))
+    with BackgroundServer(create_app(service)) as srv, SalusClient(srv.url) as client:
+        yield client, service
