@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 import kairos
-from kairos.cli_utils import parse_assignments
+from kairos.cli_utils import make_console, parse_assignments, wide_help
 from kairos.experiments import ExperimentContext, get_experiment, list_experiments
 from kairos.report import print_table, write_result
 from kairos.systems import System, installed
 
-console = Console()
+wide_help()
+console = make_console()
 app = typer.Typer(
     help="kairos: application-aware schedulers for machine-learning systems.",
     no_args_is_help=True,

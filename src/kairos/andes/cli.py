@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from kairos.andes.client.bench_cli import bench_command
 from kairos.andes.serve_cli import serve_command
-from kairos.cli_utils import parse_assignments
+from kairos.cli_utils import make_console, parse_assignments
 from kairos.systems import System
 
-console = Console()
+console = make_console()
 
 
 def _andes_overrides(horizon: float | None, extra: list[str] | None) -> dict[str, Any]:

@@ -10,11 +10,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from kairos.cli_utils import parse_assignments
+from kairos.cli_utils import config_error, make_console, parse_assignments
 
-console = Console()
+console = make_console()
 
 
 def serve_command(
@@ -46,6 +45,9 @@ def serve_command(
         list[str] | None, typer.Option(help="Andes policy option KEY=VALUE (repeatable)")
     ] = None,
     log_level: str = "info",
+    shutdown_grace_s: Annotated[
+        int, typer.Option(help="On SIGTERM, open streams get this long, then a final error event")
+    ] = 5,
 ) -> None:
     """Serve a model with QoE-aware scheduling over an OpenAI-compatible API (and a chat page)."""
     from pydantic import ValidationError
@@ -81,13 +83,19 @@ def serve_command(
                 max_waiting=max_waiting,
                 max_body_bytes=max_body_bytes,
                 log_level=log_level,
+                graceful_shutdown_s=shutdown_grace_s,
             )
         )
         if profile is None:
-            console.print("measuring the engine for its latency profile (a few seconds)...")
-        engine = calibrated_engine(engine_cfg)
+            with console.status(
+                "measuring the engine for its latency profile (seconds on an idle machine, "
+                "a minute or more on a busy one; --profile FILE skips it)"
+            ):
+                engine = calibrated_engine(engine_cfg)
+        else:
+            engine = calibrated_engine(engine_cfg)
     except (ValidationError, ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {config_error(exc)}", highlight=False)
         raise typer.Exit(2) from None
     app = create_app(AsyncEngine(engine), settings)
     url = f"http://{host}:{port}"

@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from kairos.cli_utils import parse_assignments
+from kairos.cli_utils import make_console, parse_assignments
 from kairos.orloj.runtime.cli import register as register_runtime
 from kairos.systems import System
 
-console = Console()
+console = make_console()
 
 
 def register(group: typer.Typer) -> None:

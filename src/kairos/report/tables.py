@@ -8,6 +8,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from kairos.report.console import make_console
+
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
@@ -34,4 +36,4 @@ def rich_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -> T
 def print_table(
     rows: Sequence[Mapping[str, Any]], title: str | None = None, console: Console | None = None
 ) -> None:
-    (console or Console()).print(rich_table(rows, title))
+    (console or make_console()).print(rich_table(rows, title))

@@ -3,10 +3,17 @@ background thread on a free port for tests, benchmarks and notebooks.
 
 The background server is a real socket server (not an in-process transport), so tests exercise
 exactly what a client sees: SSE framing, disconnects, headers, body limits.
+
+Shutdown (SIGTERM, Ctrl-C, `stop()`) adds one step to uvicorn's: once no new connection is
+accepted, an app that sets `app.state.drain` (an `async (grace_s) -> None`) gets the grace
+period to end its open work itself (Andes ends each open stream with a final error event),
+so nothing is left for uvicorn to cancel mid-body.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import socket
 import threading
 import time
@@ -19,6 +26,27 @@ if TYPE_CHECKING:
     from kairos.runtime.settings import HTTPSettings
 
 LogLevel = str
+log = logging.getLogger(__name__)
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn, with the app's own `drain` between closing the listeners and uvicorn's wait."""
+
+    def __init__(self, config: uvicorn.Config, app: Any, grace_s: float) -> None:
+        super().__init__(config)
+        self.app = app
+        self.grace_s = grace_s
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        drain = getattr(getattr(self.app, "state", None), "drain", None)
+        if drain is not None:
+            try:
+                await asyncio.wait_for(drain(self.grace_s), self.grace_s + 1.0)
+            except Exception:
+                log.exception("draining open requests failed; uvicorn cancels what is left")
+        await super().shutdown(sockets)
 
 
 def _config(app: Any, host: str, port: int, log_level: LogLevel, **extra: Any) -> uvicorn.Config:
@@ -42,7 +70,7 @@ def run_server(
 ) -> None:
     """Serve until interrupted (Ctrl-C / SIGTERM), then stop the engine."""
     config = _config(app, host, port, log_level, timeout_graceful_shutdown=graceful_shutdown_s)
-    uvicorn.Server(config).run()
+    DrainingServer(config, app, graceful_shutdown_s).run()
 
 
 def serve(app: Any, settings: HTTPSettings) -> None:
@@ -91,7 +119,7 @@ class BackgroundServer:
             access_log=False,
             log_config=None,
         )
-        self.server = uvicorn.Server(config)
+        self.server = DrainingServer(config, app, graceful_shutdown_s)
         self._thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )

@@ -4,11 +4,13 @@ The limit is enforced while the body streams in (and up front from Content-Lengt
 oversized upload is refused before it is buffered in full. Every failure is an `APIError` with
 a message the client can act on: 415 not declared as JSON, 413 too large, 400 empty, not JSON,
 NaN/Infinity or a number too large to be finite (`1e999`), nested too deeply, not an object.
-A client that leaves mid-upload raises `ClientGone`.
+A client that leaves mid-upload raises `ClientGone`; one that has not sent the whole body
+within `timeout_s` gets 408, so connections that stall mid-body cannot pile up.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from typing import Any
@@ -21,20 +23,19 @@ from kairos.runtime.errors import APIError
 MAX_DEPTH = 64  # objects and arrays nested deeper than any request schema needs
 
 
-async def read_json(request: Request, limit: int) -> dict[str, Any]:
+async def read_json(request: Request, limit: int, timeout_s: float = 10.0) -> dict[str, Any]:
     """The body as a JSON object, refusing more than `limit` bytes before reading all of it."""
     require_json_content_type(request)
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise too_large(limit)
-    body = bytearray()
     try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                raise too_large(limit)
-    except ClientDisconnect:
-        raise ClientGone() from None
+        async with asyncio.timeout(timeout_s):
+            body = await _read(request, limit)
+    except TimeoutError:
+        raise APIError(
+            408, f"The request body was not received within {timeout_s:g} s.", code="timeout"
+        ) from None
     if not body.strip():
         raise APIError(400, "The request body is empty; send a JSON object.")
     _check_depth(body)
@@ -51,6 +52,18 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise APIError(400, "The request body must be a JSON object.")
     return payload
+
+
+async def _read(request: Request, limit: int) -> bytearray:
+    body = bytearray()
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise too_large(limit)
+    except ClientDisconnect:
+        raise ClientGone() from None
+    return body
 
 
 def require_json_content_type(request: Request) -> None:

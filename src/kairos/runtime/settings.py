@@ -31,6 +31,12 @@ class HTTPSettings(BaseModel):
     max_body_bytes: int = Field(
         64 * 1024, ge=MIN_BODY_BYTES, description="larger request bodies get 413"
     )
+    body_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="a request body not fully received in this time gets 408 (slow clients)",
+    )
     log_level: LogLevel = "info"
     graceful_shutdown_s: int = Field(
         5, ge=0, description="how long shutdown waits for open requests and streams"

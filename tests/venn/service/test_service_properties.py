@@ -85,7 +85,7 @@ class ServiceMachine(RuleBasedStateMachine):
     def register(
         self, req: dict[str, float], demand: int, rounds: int, deadline: float, frac: float
     ) -> None:
-        job = self.s.register(f"job{len(self.job_ids)}", req, demand, rounds, deadline, frac)
+        job, _ = self.s.register(f"job{len(self.job_ids)}", req, demand, rounds, deadline, frac)
         self.job_ids.append(job.job_id)
         self.done_rounds[job.job_id] = 0
 

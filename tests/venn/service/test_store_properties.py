@@ -15,7 +15,7 @@ from kairos.venn.service.core import THRESHOLDS
 from kairos.venn.service.store import SCHEMA_VERSION, JobRow, RoundRow, Store
 
 texts = st.text(max_size=30)
-reals = st.floats(allow_nan=False)  # SQLite has no NaN (it reads back as NULL)
+reals = st.floats(allow_nan=False, allow_infinity=False)  # the store refuses both
 int64 = st.integers(-(2**63), 2**63 - 1)
 
 job_rows = st.builds(

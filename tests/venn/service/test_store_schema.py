@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import kairos.venn.service.store as store_module
+import kairos.venn.service.schema as store_module
 from kairos.venn.service.core import VennService
 from kairos.venn.service.store import (
     APPLICATION_ID,
@@ -294,5 +294,5 @@ def test_other_sqlite_databases_are_refused(tmp_path: Path) -> None:
 def test_version_0_is_recognised_by_exactly_these_tables() -> None:
     db = sqlite3.connect(":memory:")
     db.executescript(V0_SCHEMA)
-    assert store_module._tables(db) == V0_COLUMNS
+    assert store_module.tables(db) == V0_COLUMNS
     db.close()

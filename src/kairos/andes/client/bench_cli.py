@@ -12,23 +12,14 @@ from typing import Annotated, Any
 
 import typer
 
+from kairos.cli_utils import config_error
+
 
 def _fail(message: str) -> typer.Exit:
     from rich.console import Console
 
     Console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(2)
-
-
-def _config_error(exc: Exception) -> str:
-    from pydantic import ValidationError
-
-    if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        where = ".".join(str(p) for p in err["loc"])
-        return f"invalid {where}: {msg}" if where else msg
-    return str(exc)
 
 
 def bench_command(
@@ -161,7 +152,7 @@ def bench_command(
     try:
         cfg = BenchConfig(**fields)
     except ValueError as exc:
-        raise _fail(_config_error(exc)) from None
+        raise _fail(config_error(exc)) from None
     try:
         result = asyncio.run(run_bench(cfg, progress=_progress()))
     except BenchError as exc:

@@ -55,7 +55,7 @@ class TokenEvent:
     time: float
     prompt_tokens: int
     completion_tokens: int
-    finish_reason: str | None = None  # "stop", "length", "abort" or "error" on the last event
+    finish_reason: str | None = None  # "stop", "length", "abort", "shutdown" or "error"
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,21 @@ class AsyncEngine:
         if queue is not None and self._loop is not None:
             self._loop.call_soon_threadsafe(queue.put_nowait, event)
 
+    async def drain(self, grace_s: float) -> None:
+        """Shutdown's first step: open requests get up to `grace_s` to finish; the rest end
+        with finish_reason "shutdown", so each client gets a final event that says why."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_s
+        while self._queues and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        if self._queues:
+            log.warning("shutting down: ending %d open request(s)", len(self._queues))
+            self._end_all("shutdown")
+
     def _fail_all(self) -> None:
+        self._end_all("error")
+
+    def _end_all(self, reason: str) -> None:
         now = self.engine.now()
         for rid in list(self.engine.seqs):
             seq = self.engine.seqs[rid]
@@ -147,6 +161,6 @@ class AsyncEngine:
                     time=now,
                     prompt_tokens=seq.request.prompt_len,
                     completion_tokens=seq.request.generated,
-                    finish_reason="error",
+                    finish_reason=reason,
                 )
             )

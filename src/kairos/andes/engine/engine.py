@@ -206,6 +206,14 @@ class LLMEngine:
         vocab = self.model.config.vocab_size
         if any(not 0 <= t < vocab for t in prompt_ids):
             raise ValueError(f"prompt token ids must be in [0, {vocab})")
+        if params.seed is not None and not 0 <= params.seed < 2**63:
+            raise ValueError(f"seed must be in [0, 2**63), got {params.seed}")
+        if request_id in self.seqs:
+            raise ValueError(f"request id '{request_id}' is already running")
+        # All-or-nothing: everything that can fail is built before the scheduler hears of the
+        # request, so a refusal leaves no half-registered request holding blocks.
+        gen = torch.Generator().manual_seed(params.seed) if params.seed is not None else self._rng
+        detok = Detokenizer(self.tokenizer, params.stop)
         with self.lock:
             req = Request(
                 request_id=request_id,
@@ -215,13 +223,12 @@ class LLMEngine:
                 ttft_s=qoe.ttft_s,
                 tokens_per_s=qoe.tokens_per_s,
             )
-            self.scheduler.add_request(req)
-            gen = (
-                torch.Generator().manual_seed(params.seed) if params.seed is not None else self._rng
-            )
-            self.seqs[request_id] = Sequence_(
-                req, list(prompt_ids), params, gen, Detokenizer(self.tokenizer, params.stop)
-            )
+            self.seqs[request_id] = Sequence_(req, list(prompt_ids), params, gen, detok)
+            try:
+                self.scheduler.add_request(req)
+            except BaseException:
+                self.seqs.pop(request_id)
+                raise
         self.driver.wake()
         return req
 

@@ -92,6 +92,10 @@ def measure(
     reps = reps or (3 if quick else 7)
     cfg = engine.config
     saved = engine.latency
+    # The measurement's requests are not the server's: its counters (finished, aborted,
+    # predicted and actual busy time) go back to what they were once it is done.
+    saved_counters = engine.counters
+    engine.counters = type(saved_counters)()
     engine.scheduler = Scheduler(
         FCFSPolicy(),
         saved,
@@ -132,6 +136,7 @@ def measure(
                 pre.append((t, _timed_steps(engine, parts, 1)[0][2]))
     finally:
         engine.use_latency(saved)
+        engine.counters = saved_counters
     n_blocks = min(cfg.num_gpu_blocks, cfg.num_cpu_blocks, 32)
     swap = 0.0
     if n_blocks:

@@ -67,6 +67,9 @@ def create_app(engine: EngineClient, settings: ServerSettings | None = None) -> 
     )
     app.state.settings = settings
     app.state.counters = counters
+    drain = getattr(engine, "drain", None)
+    if drain is not None:  # graceful shutdown ends open streams with a final error event
+        app.state.drain = drain
     install_error_handlers(app)
     app.add_middleware(StatusCounter, counts=counters.http_responses)
     auth = api_key_dependency(settings.api_key)

@@ -69,13 +69,18 @@ class GenerationHandler:
             )
 
     async def handle(self, request: Request, kind: Kind) -> Response:
-        self.check_overload()
-        self.counters.pending += 1
-        pending = True
+        pending = False
         events: AsyncIterator[TokenEvent] | None = None
         handed_to_response = False
         try:
-            payload = await read_json(request, self.settings.max_body_bytes)
+            # Only a fully received body counts against the queue: connections that stall
+            # mid-body wait out `body_timeout_s` (408) without turning real requests away.
+            payload = await read_json(
+                request, self.settings.max_body_bytes, self.settings.body_timeout_s
+            )
+            self.check_overload()
+            self.counters.pending += 1
+            pending = True
             model = ChatCompletionRequest if kind == "chat" else CompletionRequest
             try:
                 req: GenerationRequest = model.model_validate(payload)

@@ -16,6 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from kairos.andes.qoe import PROFILES
 
 MAX_STOP_STRINGS = 16
+# A stop string is held back until it can no longer start one, so a 200,000-character stop
+# string held every byte of output to the end; real stop strings are a few tokens long.
+MAX_STOP_CHARS = 256
+MAX_SEED = 2**63 - 1  # torch's generator takes a signed 64-bit seed
 
 
 class _Strict(BaseModel):
@@ -78,7 +82,7 @@ class _GenerationRequest(_Strict):
     max_completion_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
     stop: list[str] | None = None
     n: int | None = None
     stream: bool | None = False
@@ -99,6 +103,11 @@ class _GenerationRequest(_Strict):
             v = [s for s in v if s]
             if len(v) > MAX_STOP_STRINGS:
                 raise ValueError(f"at most {MAX_STOP_STRINGS} stop strings are supported")
+            longest = max((len(s) for s in v), default=0)
+            if longest > MAX_STOP_CHARS:
+                raise ValueError(
+                    f"a stop string may be at most {MAX_STOP_CHARS} characters (got {longest})"
+                )
         elif v is not None:
             raise ValueError("stop must be a string or a list of strings")
         return v

@@ -29,13 +29,16 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 class EngineEnded(RuntimeError):
-    """The engine ended a stream itself instead of finishing it: finish_reason "abort" (it is
-    shutting down) or "error" (an iteration failed). Not a normal OpenAI finish, so the client
-    gets an error (`code` is "aborted" or "engine_error"; `status` for non-streaming)."""
+    """The engine ended a stream itself instead of finishing it: finish_reason "abort",
+    "shutdown" (the server is stopping) or "error" (an iteration failed). Not a normal OpenAI
+    finish, so the client gets an error (`code` is "aborted", "shutting_down" or
+    "engine_error"; `status` for non-streaming)."""
 
     def __init__(self, reason: str) -> None:
         if reason == "abort":
             msg, self.code, self.status = "the engine aborted the request", "aborted", 503
+        elif reason == "shutdown":
+            msg, self.code, self.status = "the server is shutting down", "shutting_down", 503
         else:
             msg, self.code, self.status = "the engine failed while generating", "engine_error", 500
         super().__init__(msg)
@@ -46,7 +49,7 @@ class EngineEnded(RuntimeError):
             raise EngineEnded(reason)
 
 
-ENGINE_ENDED = frozenset({"abort", "error"})
+ENGINE_ENDED = frozenset({"abort", "error", "shutdown"})
 
 
 def sse(obj: Mapping[str, Any]) -> bytes:

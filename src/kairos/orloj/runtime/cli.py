@@ -20,11 +20,10 @@ from typing import Annotated, Any
 
 import numpy as np
 import typer
-from rich.console import Console
 
-from kairos.cli_utils import parse_assignments
+from kairos.cli_utils import make_console, parse_assignments
 
-console = Console()
+console = make_console()
 Opts = Annotated[list[str] | None, typer.Option(help="KEY=VALUE (JSON values), repeatable")]
 ModelOpt = Annotated[str, typer.Option(help="early-exit, decoder or static")]
 CalOpt = Annotated[
@@ -113,8 +112,16 @@ def register(group: typer.Typer) -> None:
         if out.exists():
             out.unlink()
         _, cal, _ = _setup(model, model_option, device, out, None, quick, _sizes(sizes))
-        console.print_json(data=cal.check())
-        console.print(f"saved {out}")
+        check = cal.check()
+        solo = ", ".join(f"{c} {ms:g}" for c, ms in check["solo_median_ms"].items())
+        console.print(
+            f"calibrated {model}: {check['points']} batch points, "
+            f"{check['within_tolerance']:.0%} within {check['tolerance']:.0%} of g_k "
+            f"(median error {check['median_rel_error']:.1%}, max {check['max_rel_error']:.1%})\n"
+            f"solo medians (ms): {solo}\n"
+            f"saved {out} (the full fit and every point are in the file)",
+            highlight=False,
+        )
 
     @group.command("serve")
     def serve_cmd(
@@ -254,7 +261,13 @@ def register(group: typer.Typer) -> None:
         if save_trace is not None:
             write_trace(items, save_trace)
         console.print(f"{len(items)} requests at {rate:.1f}/s, SLO {slo:.1f} ms -> {url}")
-        report = run_load(url, items, slo, api_key)
+        from rich.progress import Progress
+
+        with Progress(console=console, transient=True) as bar:
+            answered = bar.add_task(f"{len(items)} requests", total=len(items))
+            report = run_load(
+                url, items, slo, api_key, progress=lambda n, _: bar.update(answered, completed=n)
+            )
         summary = report.summary()
         print_table([{k: v for k, v in summary.items() if not isinstance(v, dict)}], "loadgen")
         console.print_json(

@@ -17,7 +17,7 @@ import asyncio
 import json
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -146,14 +146,17 @@ async def replay(
     slo_ms: float,
     api_key: str | None = None,
     timeout_s: float = 60.0,
+    progress: Callable[[int, int], None] | None = None,
 ) -> LoadReport:
-    """Send every item at its recorded time (relative to the first), wait for all answers."""
+    """Send every item at its recorded time (relative to the first), wait for all answers;
+    `progress(answered, total)` is called as each answer comes back."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
     async with httpx.AsyncClient(
         base_url=url, headers=headers, timeout=timeout_s, limits=limits
     ) as client:
-        tasks = []
+        tasks: list[asyncio.Task[Any]] = []
+        total = len(items)
         first = items[0].arrival_ms if items else 0.0
         start = time.perf_counter()
         for item in items:
@@ -162,14 +165,21 @@ async def replay(
             if delay > 0:
                 await asyncio.sleep(delay)
             lag = max(0.0, (time.perf_counter() - start - due) * 1e3)
-            tasks.append(asyncio.create_task(_send(client, item, slo_ms, lag)))
+            task = asyncio.create_task(_send(client, item, slo_ms, lag))
+            if progress is not None:
+                task.add_done_callback(lambda _t: progress(sum(t.done() for t in tasks), total))
+            tasks.append(task)
         replies = list(await asyncio.gather(*tasks))
         duration = time.perf_counter() - start
     return LoadReport(replies, duration)
 
 
 def run_load(
-    url: str, items: Sequence[TraceItem], slo_ms: float, api_key: str | None = None
+    url: str,
+    items: Sequence[TraceItem],
+    slo_ms: float,
+    api_key: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> LoadReport:
     """`replay` from synchronous code (its own event loop)."""
-    return asyncio.run(replay(url, items, slo_ms, api_key))
+    return asyncio.run(replay(url, items, slo_ms, api_key, progress=progress))

@@ -19,7 +19,7 @@ import os
 import queue
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -160,6 +160,15 @@ def _worker_main(
         results.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
     results.send(("ready", priority))
+    try:
+        _serve_jobs(model, jobs, results, clock_ms)
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        return  # the server went away without saying stop (killed, or exiting): so do we
+
+
+def _serve_jobs(
+    model: Any, jobs: Connection, results: Connection, clock_ms: Callable[[], float]
+) -> None:
     while (msg := jobs.recv()) is not None:
         if msg[0] == "calibrate":
             try:

@@ -100,7 +100,7 @@ def create_app(
         return APIError(503, message, code="unavailable", headers={"Retry-After": "1"})
 
     async def parse(request: Request) -> tuple[InferRequest, BaseModel]:
-        body = await read_json(request, settings.max_body_bytes)
+        body = await read_json(request, settings.max_body_bytes, settings.body_timeout_s)
         try:
             req = InferRequest.model_validate(body)
         except ValidationError as exc:

@@ -2,18 +2,21 @@
 
 Jobs: `POST /v1/jobs` `{name, requirement: {min_cpu_ghz, min_ram_gb, min_fp16_mem_mb,
 min_android_os}, demand, rounds, deadline_s?, min_resp_frac?}`; `POST /v1/jobs/{id}/rounds`
-`{round?, demand?}` opens the next round; `GET /v1/jobs[/{id}]`.
+`{round?, demand?}` opens the next round; `GET /v1/jobs[/{id}]`. A registration may carry an
+`Idempotency-Key` header: retried with the same key and body, it returns the first job.
 Devices: `POST /v1/checkin` `{device_id}` -> `{offers: [{offer_id, requirement}], retry_after_s}`;
 `POST /v1/offers/{offer_id}/accept` `{device_id, capability?}` -> the assignment (or
 `assigned: false`); `POST /v1/results` `{device_id, job_id, round}`. A device never sends its
 eligibility attributes: it tests the offered requirements itself (see `core`).
 Errors use the shared JSON shape and name the field: 400 malformed, 401 bad key, 404 unknown
-job/offer/assignment, 409 out of order or expired, 413 too large. `/health`, `/metrics`.
+job/offer/assignment, 409 out of order or expired, 413 too large, 422 an idempotency key reused
+for another body. `/health`, `/metrics`.
 Loopback by default; set `api_key` before exposing it.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -96,6 +99,23 @@ class ResultIn(BaseModel):
     round: int = Field(ge=0)
 
 
+KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")  # printable ASCII, no spaces
+
+
+def idempotency_key(request: Request) -> str | None:
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        return None
+    if not KEY_PATTERN.match(key):
+        raise APIError(
+            400,
+            "Idempotency-Key must be 1 to 255 printable ASCII characters without spaces "
+            "(a UUID is a good key).",
+            param="Idempotency-Key",
+        )
+    return key
+
+
 def create_app(settings: ServiceSettings | None = None, db: str | Path | None = None) -> FastAPI:
     """An app over the SQLite file `db` (default: `settings.db`); the state is rebuilt from it
     at startup, so a new app on the same file continues where the last one stopped."""
@@ -127,7 +147,7 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
         return holder["svc"]
 
     async def parse(request: Request, schema: type[M]) -> M:
-        body = await read_json(request, settings.max_body_bytes)
+        body = await read_json(request, settings.max_body_bytes, settings.body_timeout_s)
         try:
             return schema.model_validate(body)
         except ValidationError as exc:
@@ -141,11 +161,23 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
 
     @app.post("/v1/jobs", dependencies=[auth], status_code=201)
     async def register(request: Request) -> JSONResponse:
+        """With an `Idempotency-Key` header, a retry of a registration whose answer was lost
+        returns the job the first one made (200, `Idempotent-Replayed: true`), not a twin."""
+        key = idempotency_key(request)
         j = await parse(request, JobIn)
         s = svc()
-        job = s.register(
-            j.name, j.requirement.model_dump(), j.demand, j.rounds, j.deadline_s, j.min_resp_frac
+        job, replayed = s.register(
+            j.name,
+            j.requirement.model_dump(),
+            j.demand,
+            j.rounds,
+            j.deadline_s,
+            j.min_resp_frac,
+            key=key,
+            fingerprint=j.model_dump_json(),
         )
+        if replayed:
+            return JSONResponse(s.describe(job), headers={"Idempotent-Replayed": "true"})
         return JSONResponse(s.describe(job), status_code=201)
 
     @app.get("/v1/jobs", dependencies=[auth])

@@ -16,9 +16,10 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-console = Console()
+from kairos.cli_utils import make_console
+
+console = make_console()
 
 
 def register(group: typer.Typer) -> None:
@@ -46,6 +47,13 @@ def register(group: typer.Typer) -> None:
         settings = ServiceSettings(
             host=host, port=port, db=db, policy=policy, api_key=api_key, log_level=log_level
         )
+        from kairos.runtime.file_lock import FileInUseError, FileLock
+
+        try:  # refuse here, in one line, rather than in a traceback from the app's startup
+            FileLock(db, "Venn store").release()
+        except FileInUseError as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(1) from None
         console.print(f"Venn service ({policy}) on http://{host}:{port}, state in {db}")
         serve(create_app(settings), settings)
 

@@ -106,7 +106,22 @@ class VennService:
         rounds: int,
         deadline_s: float,
         min_resp_frac: float,
-    ) -> JobRow:
+        key: str | None = None,
+        fingerprint: str = "",
+    ) -> tuple[JobRow, bool]:
+        """The new job, and False; or, for an idempotency `key` seen before with the same
+        `fingerprint` (the request body), the job that first registration made, and True."""
+        if key is not None:
+            seen = self.store.registration(key)
+            if seen is not None:
+                if seen[0] != fingerprint:
+                    raise ServiceError(
+                        422,
+                        f"Idempotency-Key '{key}' was used for a different job registration; "
+                        "use a new key for a new job.",
+                        param="Idempotency-Key",
+                    )
+                return self.job(seen[1]), True
         now = self.clock()
         job = JobRow(
             f"job-{uuid.uuid4().hex[:12]}",
@@ -120,12 +135,12 @@ class VennService:
             0,
             None,
         )
-        self.store.add_job(job)
+        self.store.add_job(job, key, fingerprint)
         self.jobs[job.job_id] = job
         self.manager.register_job(
             job.job_id, requirement_of(job.requirement), now, rounds, deadline_s
         )
-        return job
+        return job, False
 
     def job(self, job_id: str) -> JobRow:
         job = self.jobs.get(job_id) or self.store.job(job_id)

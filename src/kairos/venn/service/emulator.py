@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,11 +99,12 @@ async def _post(
     body: Mapping[str, Any],
     tries: int = 50,
     stats: EmulatorStats | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """POST with retries on connection errors and 5xx; None if it kept failing or got 4xx."""
     for attempt in range(tries):
         try:
-            resp = await client.post(url, json=dict(body))
+            resp = await client.post(url, json=dict(body), headers=dict(headers or {}))
         except httpx.TransportError:
             resp = None
         if resp is not None and resp.status_code < 500:
@@ -182,9 +184,12 @@ async def run_devices(
 async def register_jobs(
     url: str, jobs: Sequence[Mapping[str, Any]], client: httpx.AsyncClient
 ) -> list[str]:
+    """Register each job once: every retry of one registration carries the same
+    Idempotency-Key, so a retry after a lost answer cannot make a twin job."""
     ids = []
     for spec in jobs:
-        got = await _post(client, f"{url.rstrip('/')}/v1/jobs", spec)
+        key = {"Idempotency-Key": f"register-{uuid.uuid4()}"}
+        got = await _post(client, f"{url.rstrip('/')}/v1/jobs", spec, headers=key)
         if got is None:
             raise RuntimeError(f"could not register job {spec!r}")
         ids.append(got["id"])

@@ -1,4 +1,9 @@
 // Chat page: streams from /v1/chat/completions and shows the text through the token pacer.
+// Counts: the pacer releases text pieces (SSE deltas), and one piece can hold several tokens
+// (a byte-level model's bytes wait until they form a character), so the page names pieces as
+// pieces and takes the token count from the stream's usage chunk.
+import { ApiError, describe, responseError } from "/static/errors.js";
+import { ModelList } from "/static/models.js";
 import { TokenPacer, sseChunks } from "/static/pacer.js";
 
 const $ = (id) => document.getElementById(id);
@@ -7,6 +12,8 @@ const chat = { lastPacer: null, lastRequest: null, lastUsage: null, messages };
 window.kairosChat = chat;
 let controller = null;
 let ticker = null;
+let busy = false;
+const KEY_PAUSE_MS = 400; // models are listed again once the key stops changing this long
 
 function authHeaders() {
   const key = $("api-key").value.trim();
@@ -18,19 +25,32 @@ function setStatus(text, isError = false) {
   $("status").classList.toggle("error", isError);
 }
 
-async function loadModels() {
-  try {
-    const resp = await fetch("/v1/models", { headers: authHeaders() });
-    if (!resp.ok) throw new Error(`GET /v1/models: ${resp.status} ${await resp.text()}`);
-    const ids = (await resp.json()).data.map((m) => m.id);
-    const select = $("model");
-    const keep = select.value;
-    select.replaceChildren(...ids.map((id) => new Option(id, id)));
-    if (ids.includes(keep)) select.value = keep;
-    setStatus(ids.length ? "ready" : "no model served", !ids.length);
-  } catch (err) {
-    setStatus(String(err.message ?? err), true);
+const models = new ModelList({
+  select: $("model"),
+  headers: authHeaders,
+  onChange: (list) => {
+    if (!busy) setStatus(list.status, list.isError);
+    setBusy(busy);
+  },
+});
+chat.models = models;
+
+function plural(n, word) {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** Tokens from the usage chunk once it came; until then, honestly, the pieces shown. */
+function showTokens(pacer) {
+  const el = $("tokens");
+  const usage = chat.lastUsage;
+  if (usage && Number.isInteger(usage.completion_tokens)) {
+    el.dataset.tokens = String(usage.completion_tokens);
+    el.textContent = plural(usage.completion_tokens, "token");
+    return el.textContent;
   }
+  el.dataset.tokens = "";
+  el.textContent = pacer ? `${plural(pacer.releaseTimes.length, "text piece")} shown` : "–";
+  return el.textContent;
 }
 
 function addMessage(role, text = "") {
@@ -48,11 +68,12 @@ function showPacer(pacer) {
   const buffer = $("buffer");
   buffer.dataset.tokens = String(n);
   buffer.dataset.seconds = s.toFixed(3);
-  buffer.textContent = `${n} tok · ${s.toFixed(1)} s`;
+  buffer.textContent = `${plural(n, "piece")} · ${s.toFixed(1)} s`;
   $("buffer-bar").style.width = `${Math.min(100, (s / 10) * 100)}%`; // full bar = 10 s
   const q = pacer.qoe();
   $("qoe").dataset.qoe = String(q);
   $("qoe").textContent = `${q.toFixed(3)}${pacer.finished ? "" : " (live)"}`;
+  showTokens(pacer);
   if (pacer.finished) return;
   const j = pacer.releaseTimes.length + 1;
   const ready = j === 1 ? pacer.ideal(1) : pacer.releaseTimes[j - 2] + 1 / pacer.tokensPerS;
@@ -71,14 +92,16 @@ function readSettings() {
   return { speed, ttft, maxTokens };
 }
 
-function setBusy(busy) {
-  $("send").disabled = busy;
+/** Send needs a listed model and no answer in flight; Stop needs an answer in flight. */
+function setBusy(value) {
+  busy = value;
+  $("send").disabled = busy || !models.ready;
   $("stop").disabled = !busy;
 }
 
 async function send() {
   const prompt = $("prompt").value.trim();
-  if (!prompt || controller) return;
+  if (!prompt || controller || !models.ready) return;
   let settings;
   try {
     settings = readSettings();
@@ -122,7 +145,7 @@ async function send() {
       body: JSON.stringify(body),
       signal: controller.signal,
     });
-    if (!resp.ok) throw new Error(`${resp.status}: ${await resp.text()}`);
+    if (!resp.ok) throw await responseError(resp);
     const onChunk = (c) => {
       if (c.usage) chat.lastUsage = c.usage;
     };
@@ -133,8 +156,13 @@ async function send() {
     if (err.name === "AbortError") pacer.close();
     else {
       pacer.fail(err);
-      addMessage("assistant error", String(err.message ?? err));
-      setStatus(`error: ${err.message ?? err}`, true);
+      if (!pacer.arrivalTimes.length) {
+        out.remove(); // nothing came: the error line takes the answer's place,
+        if (!$("prompt").value) $("prompt").value = prompt; // and the prompt is kept to edit
+      }
+      addMessage("assistant error", describe(err));
+      setStatus(err instanceof ApiError ? `error ${err.status}` : "error", true);
+      if (err instanceof ApiError && err.status === 401) models.load(); // show the key hint
     }
   } finally {
     clearInterval(ticker);
@@ -148,8 +176,8 @@ async function send() {
       const ttft = pacer.arrivalTimes.length ? pacer.arrivalTimes[0] - pacer.start : NaN;
       const stalls = pacer.stalls.length;
       const what = pacer.closed ? "stopped" : "done";
-      setStatus(`${what} · ${pacer.releaseTimes.length} tokens · TTFT ${ttft.toFixed(2)} s`
-        + ` · ${stalls} stall${stalls === 1 ? "" : "s"}`);
+      const count = showTokens(pacer);
+      setStatus(`${what} · ${count} · TTFT ${ttft.toFixed(2)} s · ${plural(stalls, "stall")}`);
     }
   }
 }
@@ -174,6 +202,14 @@ $("clear").addEventListener("click", () => {
   messages.length = 0;
   $("output").replaceChildren();
 });
-$("api-key").addEventListener("change", loadModels);
+let keyPause = null;
+$("api-key").addEventListener("input", () => {
+  clearTimeout(keyPause);
+  keyPause = setTimeout(() => models.load(), KEY_PAUSE_MS);
+});
+$("api-key").addEventListener("change", () => {
+  clearTimeout(keyPause);
+  models.load();
+});
 setBusy(false);
-loadModels();
+models.load();
