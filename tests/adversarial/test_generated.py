@@ -11,7 +11,7 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.adversarial.targets import AUTH, Target
+from tests.adversarial.targets import AUTH, Endpoint, Target
 
 json_values = st.recursive(
     st.none()
@@ -44,22 +44,23 @@ def mutated(draw: st.DrawFn, valid: dict[str, Any], fields: list[str]) -> dict[s
     return body
 
 
+def never_a_5xx(url: str, endpoint: Endpoint) -> None:
+    fields = sorted(set(endpoint.schema.model_fields) | set(endpoint.valid()))
+
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
+    )
+    @given(body=mutated(endpoint.valid(), fields))
+    def one(body: dict[str, Any]) -> None:
+        r = httpx.post(url + endpoint.path, json=body, headers=AUTH, timeout=60)
+        assert r.status_code < 500, (body, r.status_code, r.text[:300])
+        if r.status_code >= 400:
+            assert r.json()["error"]["message"]
+
+    one()
+
+
 def test_generated_bodies_never_get_a_5xx(target: Target) -> None:
     for endpoint in target.endpoints:
-        fields = sorted(set(endpoint.schema.model_fields) | set(endpoint.valid()))
-
-        @settings(
-            max_examples=40,
-            deadline=None,
-            suppress_health_check=list(HealthCheck),
-            derandomize=True,
-        )
-        @given(body=mutated(endpoint.valid(), fields))
-        def one(body: dict[str, Any], path: str = endpoint.path) -> None:
-            r = httpx.post(target.url + path, json=body, headers=AUTH, timeout=60)
-            assert r.status_code < 500, (body, r.status_code, r.text[:300])
-            if r.status_code >= 400:
-                assert r.json()["error"]["message"]
-
-        one()
+        never_a_5xx(target.url, endpoint)
     target.assert_healthy()
