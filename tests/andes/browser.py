@@ -34,13 +34,15 @@ def chromium() -> Iterator[Any]:
             browser.close()
 
 
-def chat(page: Any, prompt: str, speed: float, ttft: float, timeout_ms: int = 30_000) -> Any:
+def chat(page: Any, prompt: str, speed: float, ttft: float, timeout_ms: int = 60_000) -> Any:
     """Send one prompt from the chat page; what the page measured once all text is shown."""
     page.fill("#speed", str(speed))
     page.fill("#ttft", str(ttft))
     page.fill("#prompt", prompt)
     page.click("#send")
-    page.wait_for_function("Number(document.querySelector('#buffer').dataset.tokens) > 0")
+    page.wait_for_function(
+        "Number(document.querySelector('#buffer').dataset.tokens) > 0", timeout=timeout_ms
+    )
     page.wait_for_function(
         "window.kairosChat.lastPacer?.done && !document.querySelector('#send').disabled",
         timeout=timeout_ms,

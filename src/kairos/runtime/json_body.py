@@ -13,18 +13,36 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
 from kairos.runtime.disconnect import ClientGone
-from kairos.runtime.errors import APIError
+from kairos.runtime.errors import APIError, strict_validation_error
+from kairos.runtime.settings import HTTPSettings
+
+M = TypeVar("M", bound=BaseModel)
 
 MAX_DEPTH = 64  # objects and arrays nested deeper than any request schema needs
 
 
-async def read_json(request: Request, limit: int, timeout_s: float = 10.0) -> dict[str, Any]:
-    """The body as a JSON object, refusing more than `limit` bytes before reading all of it."""
+async def read_model(
+    request: Request, schema: type[M], settings: HTTPSettings, names: frozenset[str] | None = None
+) -> M:
+    """The body validated by a strict `schema`: a 400 names the bad field, or the unknown one
+    (`names`: the field names a message may quote; default the schema's own)."""
+    body = await read_json(request, settings)
+    try:
+        return schema.model_validate(body)
+    except ValidationError as exc:
+        raise strict_validation_error(exc, names or frozenset(schema.model_fields)) from None
+
+
+async def read_json(request: Request, settings: HTTPSettings) -> dict[str, Any]:
+    """The body as a JSON object under the server's limits: at most `max_body_bytes` (refused
+    before reading all of it), received in full within `body_timeout_s`."""
+    limit, timeout_s = settings.max_body_bytes, settings.body_timeout_s
     require_json_content_type(request)
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:

@@ -75,9 +75,7 @@ class GenerationHandler:
         try:
             # Only a fully received body counts against the queue: connections that stall
             # mid-body wait out `body_timeout_s` (408) without turning real requests away.
-            payload = await read_json(
-                request, self.settings.max_body_bytes, self.settings.body_timeout_s
-            )
+            payload = await read_json(request, self.settings)
             self.check_overload()
             self.counters.pending += 1
             pending = True

@@ -14,6 +14,7 @@ transport failures count against the finish rate like drops do.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections import Counter
@@ -157,6 +158,7 @@ async def replay(
     ) as client:
         tasks: list[asyncio.Task[Any]] = []
         total = len(items)
+        answered = itertools.count(1)  # answers so far, counted as each one lands
         first = items[0].arrival_ms if items else 0.0
         start = time.perf_counter()
         for item in items:
@@ -167,7 +169,7 @@ async def replay(
             lag = max(0.0, (time.perf_counter() - start - due) * 1e3)
             task = asyncio.create_task(_send(client, item, slo_ms, lag))
             if progress is not None:
-                task.add_done_callback(lambda _t: progress(sum(t.done() for t in tasks), total))
+                task.add_done_callback(lambda _t: progress(next(answered), total))
             tasks.append(task)
         replies = list(await asyncio.gather(*tasks))
         duration = time.perf_counter() - start

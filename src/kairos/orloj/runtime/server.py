@@ -32,7 +32,7 @@ from kairos.orloj.runtime.report import OrlojCollector, json_safe, summary
 from kairos.runtime.auth import api_key_dependency
 from kairos.runtime.disconnect import ClientGone
 from kairos.runtime.errors import APIError, install_error_handlers, strict_validation_error
-from kairos.runtime.json_body import read_json
+from kairos.runtime.json_body import read_model
 from kairos.runtime.middleware import CLIENT_CLOSED, StatusCounter
 from kairos.runtime.prometheus import CONTENT_TYPE, exposition, registry_for
 from kairos.runtime.settings import OverloadSettings
@@ -52,9 +52,6 @@ class InferRequest(BaseModel):
     slo_ms: float = Field(gt=0, le=3_600_000, description="deadline = arrival + slo_ms")
     input: dict[str, Any] = Field(description="the served model's input object")
     model: str | None = Field(None, description="if given, must be the served model")
-
-
-FIELDS = frozenset(InferRequest.model_fields)
 
 
 def _input_error(exc: ValidationError, schema: type[BaseModel]) -> APIError:
@@ -100,11 +97,7 @@ def create_app(
         return APIError(503, message, code="unavailable", headers={"Retry-After": "1"})
 
     async def parse(request: Request) -> tuple[InferRequest, BaseModel]:
-        body = await read_json(request, settings.max_body_bytes, settings.body_timeout_s)
-        try:
-            req = InferRequest.model_validate(body)
-        except ValidationError as exc:
-            raise strict_validation_error(exc, FIELDS) from None
+        req = await read_model(request, InferRequest, settings)
         if req.model is not None and req.model != model.kind:
             raise APIError(
                 404,

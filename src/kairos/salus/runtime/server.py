@@ -21,12 +21,11 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import ValidationError
 
 from kairos.runtime.auth import api_key_dependency
 from kairos.runtime.disconnect import ClientGone
-from kairos.runtime.errors import APIError, install_error_handlers, strict_validation_error
-from kairos.runtime.json_body import read_json
+from kairos.runtime.errors import APIError, install_error_handlers
+from kairos.runtime.json_body import read_model
 from kairos.runtime.middleware import CLIENT_CLOSED, StatusCounter
 from kairos.runtime.prometheus import CONTENT_TYPE, exposition, registry_for
 from kairos.salus.runtime.metrics import SalusCollector
@@ -34,7 +33,6 @@ from kairos.salus.runtime.service import FieldError, SalusService, Unavailable
 from kairos.salus.runtime.settings import ServiceSettings
 from kairos.salus.runtime.spec import JobSpec
 
-FIELDS = frozenset(JobSpec.model_fields)
 MAX_WAIT_S = 60.0
 
 
@@ -78,13 +76,9 @@ def create_app(service: SalusService, settings: ServiceSettings | None = None) -
         if service.open_jobs >= settings.max_jobs:  # refuse before reading the body
             raise settings.overloaded(f"The service holds {service.open_jobs} open jobs")
         try:
-            body = await read_json(request, settings.max_body_bytes, settings.body_timeout_s)
+            spec = await read_model(request, JobSpec, settings)
         except ClientGone:
             return Response(status_code=CLIENT_CLOSED)
-        try:
-            spec = JobSpec.model_validate(body)
-        except ValidationError as exc:
-            raise strict_validation_error(exc, FIELDS) from None
         try:
             record = service.submit(spec)
         except FieldError as exc:

@@ -25,11 +25,11 @@ from typing import TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from kairos.runtime.auth import api_key_dependency
-from kairos.runtime.errors import APIError, install_error_handlers, strict_validation_error
-from kairos.runtime.json_body import read_json
+from kairos.runtime.errors import APIError, install_error_handlers
+from kairos.runtime.json_body import read_model
 from kairos.runtime.middleware import StatusCounter
 from kairos.runtime.prometheus import CONTENT_TYPE, exposition, registry_for
 from kairos.runtime.settings import MIN_BODY_BYTES, HTTPSettings
@@ -147,12 +147,8 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
         return holder["svc"]
 
     async def parse(request: Request, schema: type[M]) -> M:
-        body = await read_json(request, settings.max_body_bytes, settings.body_timeout_s)
-        try:
-            return schema.model_validate(body)
-        except ValidationError as exc:
-            names = frozenset(schema.model_fields) | frozenset(Thresholds.model_fields)
-            raise strict_validation_error(exc, names) from None
+        names = frozenset(schema.model_fields) | frozenset(Thresholds.model_fields)
+        return await read_model(request, schema, settings, names)
 
     @app.exception_handler(ServiceError)
     async def on_refused(request: Request, exc: ServiceError) -> JSONResponse:
