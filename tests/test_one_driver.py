@@ -21,12 +21,14 @@ WINDOW = 6
 SIDES = {
     "andes": (["andes/simulator.py"], ["andes/engine", "andes/server"]),
     "orloj": (["orloj/simulator.py"], ["orloj/runtime"]),
+    "salus": (["salus/simulator.py"], ["salus/runtime"]),
     "venn": (["venn/simulator.py"], ["venn/service"]),
 }
 # the calls that make up a loop around a policy: only a driver may make them
 LOOP_CALLS = {
     "andes": {"schedule", "update_from_output"},
     "orloj": {"next_batch", "on_batch_done", "on_arrival", "next_wakeup"},
+    "salus": {"pick", "on_join", "on_leave", "on_iteration"},
 }
 
 

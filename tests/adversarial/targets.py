@@ -204,8 +204,57 @@ def venn(tmp: Path) -> Iterator[Target]:
         yield Target("venn", srv, [jobs, checkin], normal, leaks, {"db": db, "queue_bound": False})
 
 
+# -- Salus -------------------------------------------------------------------------------
+@contextmanager
+def salus(tmp: Path) -> Iterator[Target]:
+    from kairos.salus.runtime.server import create_app
+    from kairos.salus.runtime.service import SalusService
+    from kairos.salus.runtime.settings import ServiceSettings
+    from kairos.salus.runtime.spec import JobSpec
+
+    settings = ServiceSettings(
+        api_key=KEY,
+        max_body_bytes=MAX_BODY,
+        body_timeout_s=BODY_TIMEOUT_S,
+        max_jobs=MAX_WAITING,
+        warmup=0,
+        measured=1,
+        torch_threads=1,
+        log_level="critical",
+    )
+    service = SalusService(settings)
+
+    def valid() -> dict[str, Any]:
+        return {"name": "adv", "factory": "kairos.salus.runtime.zoo:vae", "iterations": 3,
+                "expected_s": 0.1}  # fmt: skip
+
+    def normal(c: httpx.Client) -> None:
+        r = c.post("/v1/jobs", json=valid())
+        assert r.status_code == 201, r.text
+        job = c.get(f"/v1/jobs/{r.json()['id']}", params={"wait_s": 30}).json()
+        assert job["state"] == "done" and job["iterations_done"] == 3, job
+
+    def leaks() -> dict[str, int]:
+        # what the service holds once idle: no open job, no session (program, memory), no
+        # lane, lane thread or reserved byte, no live tensor storage counted to a job
+        stats = service.stats()
+        return {
+            "open_jobs": service.open_jobs,
+            "sessions": stats["sessions"],
+            "lanes": len(stats["lanes"]),
+            "lane_threads": stats["lane_threads"],
+            "reserved_bytes": stats["reserved_bytes"],
+            "used_bytes": stats["used_bytes"],
+        }
+
+    jobs = Endpoint("/v1/jobs", valid, JobSpec)
+    with BackgroundServer(create_app(service)) as srv:
+        yield Target("salus", srv, [jobs], normal, leaks)
+
+
 BUILDERS: dict[str, Callable[[Path], AbstractContextManager[Target]]] = {
     "andes": andes,
     "orloj": orloj,
+    "salus": salus,
     "venn": venn,
 }

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -145,3 +146,51 @@ def test_andes_killed_with_9_comes_back_serving(tmp_path: Path) -> None:
     with kairos(args, tmp_path / "b.log") as (_, url):
         r = httpx.post(url + "/v1/completions", json=body, timeout=60)
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 3
+
+
+SALUS_JOB = {"name": "long", "factory": "kairos.salus.runtime.zoo:cnn", "iterations": 1_000_000,
+             "options": {"batch": 4}}  # fmt: skip
+
+
+def _running(url: str, job_id: int) -> None:
+    deadline = time.monotonic() + 60
+    while httpx.get(f"{url}/v1/jobs/{job_id}").json()["state"] != "running":
+        assert time.monotonic() < deadline, "the job never started"
+        time.sleep(0.05)
+
+
+def test_salus_sigterm_answers_waiting_clients_and_exits_cleanly(tmp_path: Path) -> None:
+    log = tmp_path / "salus.log"
+    with kairos(["salus", "serve", "--threads", "1"], log) as (proc, url):
+        job = httpx.post(url + "/v1/jobs", json=SALUS_JOB, timeout=30).json()
+        _running(url, job["id"])
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(
+                httpx.get, f"{url}/v1/jobs/{job['id']}", params={"wait_s": 50}, timeout=60
+            )
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+            answer = waiting.result()
+        assert proc.wait(60) in (0, -signal.SIGTERM)
+    assert answer.status_code == 200
+    assert answer.json()["state"] == "cancelled", answer.json()
+    assert "shutting down" in answer.json()["error"]
+    text = log.read_text()
+    assert "Traceback" not in text and "CancelledError" not in text, text[-3000:]
+
+
+def test_salus_killed_with_9_comes_back_serving(tmp_path: Path) -> None:
+    """The jobs' programs lived in the killed process (Salus keeps models resident, not
+    checkpointed): the restarted service starts empty and serves new jobs."""
+    args = ["salus", "serve", "--threads", "1"]
+    with kairos(args, tmp_path / "a.log") as (proc, url):
+        job = httpx.post(url + "/v1/jobs", json=SALUS_JOB, timeout=30).json()
+        _running(url, job["id"])
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    with kairos(args, tmp_path / "b.log") as (_, url):
+        short = {**SALUS_JOB, "iterations": 3}
+        r = httpx.post(url + "/v1/jobs", json=short, timeout=30)
+        assert r.status_code == 201, r.text
+        done = httpx.get(f"{url}/v1/jobs/{r.json()['id']}", params={"wait_s": 50}, timeout=60)
+        assert done.json()["state"] == "done", done.json()

@@ -62,6 +62,7 @@ class IterationRecord:
     lane: int
     start: float
     end: float
+    duration: float  # as the worker measured it (what S is charged)
 
 
 class Driver:
@@ -186,7 +187,9 @@ class Driver:
         job.done += 1
         self.policy.on_iteration(job, duration)
         if self.timeline is not None:
-            self.timeline.append(IterationRecord(job.id, lane.id, start, self.clock.now()))
+            self.timeline.append(
+                IterationRecord(job.id, lane.id, start, self.clock.now(), duration)
+            )
         if job.leaving:
             self._exit(job, JobStatus.CANCELLED)
         elif job.iterations is not None and job.done >= job.iterations:

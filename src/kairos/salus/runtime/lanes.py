@@ -70,6 +70,11 @@ class LaneThreads:
             self._threads[lane] = ThreadPoolExecutor(1, thread_name_prefix=f"salus-lane{lane}")
         return self._threads[lane]
 
+    @property
+    def threads(self) -> int:
+        """Lane threads alive: one per lane the driver has not deleted."""
+        return len(self._threads)
+
     def launch(self, job: int, lane: int, lane_bytes: int) -> Future[None]:
         """Run one iteration of `job` on `lane`; its `IterationRun` goes to `deliver`."""
         if self._closed:

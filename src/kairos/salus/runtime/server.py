@@ -54,6 +54,13 @@ def create_app(service: SalusService, settings: ServiceSettings | None = None) -
         title="kairos Salus", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
     install_error_handlers(app)
+
+    async def drain(grace_s: float) -> None:
+        """SIGTERM: cancel the open jobs (each at its running iteration's end) so that clients
+        waiting on them are answered before uvicorn closes their connections."""
+        await service.stop()
+
+    app.state.drain = drain
     app.add_middleware(StatusCounter, counts=http_counts)
     auth = api_key_dependency(settings.api_key)
 

@@ -17,21 +17,28 @@ import contextlib
 import gc
 import itertools
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
 
+from kairos.salus.driver import Driver, Launch
+from kairos.salus.policies import make_policy
+from kairos.salus.policy import JobState, JobStatus
+from kairos.salus.profile import Profile
 from kairos.salus.runtime.device import Device, make_device
 from kairos.salus.runtime.job import FactoryError, check_options, load_factory
 from kairos.salus.runtime.lanes import IterationRun, LaneThreads
-from kairos.salus.runtime.scheduling import Scheduling
 from kairos.salus.runtime.session import Session
 from kairos.salus.runtime.settings import ServiceSettings
 from kairos.salus.runtime.spec import JobRecord, JobSpec, State
 from kairos.sim import AsyncioClock
 
 __all__ = ["SalusService", "Unavailable"]
+
+
+_OPEN = (JobStatus.QUEUED, JobStatus.ADMITTED)
 
 
 class Unavailable(RuntimeError):
@@ -41,7 +48,15 @@ class Unavailable(RuntimeError):
 class SalusService:
     """Jobs in, iterations out. Use from the event loop's thread (the HTTP handlers)."""
 
-    def __init__(self, settings: ServiceSettings | None = None, device: Device | None = None):
+    def __init__(
+        self,
+        settings: ServiceSettings | None = None,
+        device: Device | None = None,
+        *,
+        record: bool = False,
+    ) -> None:
+        """`record` keeps the driver's timeline of iterations (unbounded: for tests and
+        experiments, not for a long-lived server)."""
         self.settings = settings or ServiceSettings()
         s = self.settings
         self.device = device or make_device(s.device, s.capacity_bytes)
@@ -55,13 +70,20 @@ class SalusService:
         self._clock: AsyncioClock | None = None
         self._lanes: LaneThreads | None = None
         self._setup: ThreadPoolExecutor | None = None
-        self._sched: Scheduling | None = None
+        self._driver: Driver | None = None
+        self._on_done: dict[int, Callable[[float], None]] = {}  # lane -> its iteration's end
         self._ended: dict[int, asyncio.Event] = {}
         self._running = False
+        self._record = record
 
     @property
     def policy_name(self) -> str:
         return self.settings.policy
+
+    @property
+    def driver(self) -> Driver | None:
+        """The decisions' owner (None until started): read-only for callers."""
+        return self._driver
 
     @property
     def running(self) -> bool:
@@ -81,7 +103,15 @@ class SalusService:
             self.sessions, self._from_lane, self._clock.now, self.settings.switch
         )
         self._setup = ThreadPoolExecutor(1, thread_name_prefix="salus-setup")
-        self._sched = Scheduling(self.settings, self.device.capacity, self._clock, self)
+        policy = make_policy(self.settings.policy)
+        self._driver = Driver(
+            self._clock,
+            self,
+            policy,
+            self.device.capacity,
+            record=self._record,
+            on_finish=self._driver_finished,
+        )
         gc.collect()
         gc.freeze()  # a full collection over torch's objects would stall the loop mid-run
         self._running = True
@@ -144,15 +174,21 @@ class SalusService:
 
     def stats(self) -> dict[str, Any]:
         by_state = Counter(r.state.value for r in self.jobs.values())
-        lanes = self._sched.lanes() if self._sched else []
+        driver = self._driver
+        lanes = [
+            {"id": lane.id, "size_bytes": lane.size, "jobs": list(lane.jobs), "busy": lane.busy}
+            for lane in (driver.manager.lanes if driver else [])
+        ]
         return {
             "policy": self.settings.policy,
             "device": self.device.kind,
             "switch": self.settings.switch,
             "capacity_bytes": self.device.capacity,
-            "reserved_bytes": self._sched.reserved() if self._sched else 0,
+            "reserved_bytes": driver.manager.layout.committed() if driver else 0,
             "used_bytes": sum(s.tracker.live for s in self.sessions.values()),
             "lanes": lanes,
+            "lane_threads": self._lanes.threads if self._lanes else 0,
+            "sessions": len(self.sessions),
             "jobs": dict(by_state),
             "iterations": self.iterations,
             "switches": self.switches,
@@ -171,7 +207,7 @@ class SalusService:
 
     def _profiled(self, job_id: int, future: Any) -> None:
         record = self.jobs.get(job_id)
-        if record is None or record.state.terminal or self._sched is None:
+        if record is None or record.state.terminal or self._driver is None:
             return
         exc = future.exception()
         if exc is not None:
@@ -187,15 +223,31 @@ class SalusService:
             self._end(record, State.DONE, None)
             return
         record.state = State.QUEUED
+        left = record.spec.iterations - record.iterations_done
+        expected = record.spec.expected_s
+        profile = Profile(
+            record.spec.name,
+            record.persistent_bytes,
+            record.ephemeral_bytes,
+            max(measured.t_iter, 1e-9),
+            source="measured",
+        )
         try:
-            self._sched.arrive(record)
+            self._driver.arrive(
+                record.spec.name,
+                profile,
+                expected=None if expected is None else max(0.0, expected - record.service_s),
+                iterations=left,
+                ready=left,
+                job_id=record.id,
+            )
         except ValueError as exc:  # can never fit (P + E > C): say so instead of queuing forever
             self._end(record, State.FAILED, str(exc))
 
     def _ran(self, run: IterationRun) -> None:
+        """ITERATION_DONE from a lane thread: account it, fail the job if its step did, then
+        hand the duration to the driver, which picks the lane's next iteration."""
         record = self.jobs.get(run.job)
-        if self._sched is None:
-            return
         self.iterations += 1
         if run.switched_from is not None:
             self.switches += 1
@@ -205,43 +257,59 @@ class SalusService:
                 record.moved_bytes = max(record.moved_bytes, run.moved_bytes)
         if record is not None and not record.state.terminal:
             if run.error is not None:
-                self._end(record, State.FAILED, run.error)
+                self._end(record, State.FAILED, run.error)  # leaves at this boundary
             else:
                 record.iterations_done += 1
                 record.service_s += run.duration
-                if record.iterations_done >= record.spec.iterations:
-                    self._end(record, State.DONE, None)
-        self._sched.done(run)
+        on_done = self._on_done.pop(run.lane, None)
+        if on_done is not None:
+            on_done(run.duration)
 
-    # -- called by the scheduling adapter --------------------------------------------------------
-    def launch(self, job_id: int, lane: int, lane_bytes: int) -> None:
-        """Run the job's next iteration on `lane` (the driver's decision)."""
-        record = self.jobs[job_id]
+    # -- the driver's worker ---------------------------------------------------------------------
+    def launch(self, run: Launch, on_done: Callable[[float], None]) -> None:
+        """Run the job's next iteration on its lane (the driver's decision)."""
+        record = self.jobs[run.job.id]
         if record.state == State.QUEUED:
             record.state = State.RUNNING
-            record.started = self._clock.now() if self._clock else record.started
-        record.lane = lane
+            record.started = run.start
+        record.lane = run.lane.id
         assert self._lanes is not None
-        self._lanes.launch(job_id, lane, lane_bytes)
+        self._on_done[run.lane.id] = on_done
+        self._lanes.launch(run.job.id, run.lane.id, run.lane.size)
 
-    def lane_deleted(self, lane: int) -> None:
+    def release(self, job: JobState) -> None:
+        """The job left its lane: drop its program and with it its persistent memory."""
+        self._close(job.id)
+
+    def lane_gone(self, lane: int) -> None:
         if self._lanes is not None:
             self._lanes.drop_lane(lane)
         self.device.drop_lane(lane)
 
-    def _end(self, record: JobRecord, state: State, error: str | None) -> None:
-        """A job ended: leave the driver (the lane may be mid-iteration: the driver frees the
-        job at that iteration's boundary), drop its session, wake its waiters."""
-        record.state = state
-        record.error = error
-        record.finished = self._clock.now() if self._clock else record.finished
-        if self._sched is not None:
-            self._sched.leave(record.id)
-        session = self.sessions.pop(record.id, None)
+    def _driver_finished(self, job: JobState) -> None:
+        record = self.jobs.get(job.id)
+        if job.status is JobStatus.DONE and record is not None and not record.state.terminal:
+            self._end(record, State.DONE, None)
+
+    def _close(self, job_id: int) -> None:
+        session = self.sessions.pop(job_id, None)
         if session is not None:
             session.close()
         if self._lanes is not None:
-            self._lanes.forget(record.id)
+            self._lanes.forget(job_id)
+
+    def _end(self, record: JobRecord, state: State, error: str | None) -> None:
+        """A job ended: tell the driver (a running iteration is let finish; the driver frees
+        the job at its boundary), drop a session the driver never held, wake its waiters."""
+        record.state = state
+        record.error = error
+        record.finished = self._clock.now() if self._clock else record.finished
+        driver = self._driver
+        driven = driver.jobs.get(record.id) if driver is not None else None
+        if driver is not None and driven is not None and driven.status in _OPEN:
+            driver.leave(record.id)
+        if driven is None or driven.admitted_at is None:
+            self._close(record.id)  # still profiling, or queued: no lane holds it
         event = self._ended.pop(record.id, None)
         if event is not None:
             event.set()
