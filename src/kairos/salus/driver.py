@@ -12,7 +12,10 @@ Events, as spec 3.5/3.7 name them:
 * `submit` (ITERATION_SUBMITTED) adds ready iterations and schedules the job's lane;
 * the worker's `on_done` (ITERATION_DONE) charges S, ends the job after its last iteration,
   and otherwise runs ITERATION_END: pending layout applied, the lane scheduled again;
-* `leave` (JOB_EXIT by request) ends a job, at once or at its running iteration's end.
+* `leave` (JOB_EXIT by request) ends a job, at once or at its running iteration's end;
+* `aux` queues an auxiliary call (spec 3.7's `aux=True`: reading the model, saving it): it runs
+  in the job's lane when the lane is idle, ahead of the next main iteration, is not a policy
+  decision, not charged to S and not a switch.
 Eq. 2.1 is checked after every change (`verify=True` also recomputes it and, with addresses,
 the range invariants from scratch: the property tests run that way).
 """
@@ -42,6 +45,7 @@ class Launch:
     lane: Lane
     switch: bool
     start: float
+    aux: bool = False  # an auxiliary call, not a main iteration
 
 
 class Worker(Protocol):
@@ -134,6 +138,16 @@ class Driver:
         if job.status is JobStatus.ADMITTED:
             self._schedule(self.manager.lane_of(job_id))
 
+    def aux(self, job_id: int) -> None:
+        """Queue one auxiliary call of the job; it runs once the job has a lane and the lane
+        is idle (a queued job's call waits for admission)."""
+        job = self.jobs[job_id]
+        if job.status not in (JobStatus.QUEUED, JobStatus.ADMITTED) or job.leaving:
+            raise ValueError(f"job {job_id} has ended")
+        job.aux += 1
+        if job.status is JobStatus.ADMITTED:
+            self._schedule(self.manager.lane_of(job_id))
+
     def leave(self, job_id: int) -> None:
         """End a job by request: queued jobs go at once, a running iteration is let finish."""
         job = self.jobs[job_id]
@@ -165,6 +179,13 @@ class Driver:
     def _schedule(self, lane: Lane) -> None:
         """SCHEDULE(lane): if it may start an iteration, ask the policy whose."""
         if not self.manager.runnable(lane):
+            return
+        waiting = next((self.jobs[j] for j in lane.jobs if self.jobs[j].aux > 0), None)
+        if waiting is not None:  # auxiliary calls first: they are short and not scheduled
+            lane.busy = waiting.id
+            now = self.clock.now()
+            done = partial(self._aux_done, waiting, lane)
+            self.worker.launch(Launch(waiting, lane, False, now, aux=True), done)
             return
         job = self.policy.pick(lane, [self.jobs[j] for j in lane.jobs])
         if job is None:
@@ -201,6 +222,15 @@ class Driver:
             self._schedule(lane)
             self._check()
 
+    def _aux_done(self, job: JobState, lane: Lane, duration: float) -> None:
+        lane.busy = None
+        job.aux -= 1
+        if job.leaving:
+            self._exit(job, JobStatus.CANCELLED)
+        else:
+            self._schedule(lane)
+            self._check()
+
     def _exit(self, job: JobState, status: JobStatus) -> None:
         lane = self.manager.leave(job.id)
         self.policy.on_leave(lane, [self.jobs[j] for j in lane.jobs], job)
@@ -213,7 +243,7 @@ class Driver:
 
     def _finished(self, job: JobState, status: JobStatus) -> None:
         job.status, job.finish = status, self.clock.now()
-        job.ready = 0
+        job.ready = job.aux = 0
         if status is not JobStatus.CANCELLED or job.admitted_at is not None:
             self.worker.release(job)
         if self._on_finish is not None:

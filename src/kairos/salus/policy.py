@@ -52,6 +52,7 @@ class JobState:
     first_start: float | None = None
     finish: float | None = None
     leaving: bool = False  # asked to leave while an iteration ran
+    aux: int = 0  # auxiliary calls waiting (spec 3.7): run ahead of the next main iteration
 
     @property
     def remaining(self) -> float:

@@ -37,9 +37,16 @@ class _Run:
 class SimWorker:
     """Capped processor sharing over the busy lanes (one running iteration per lane)."""
 
-    def __init__(self, clock: SimClock, switch_cost: float = 0.001, overhead: float = 1.0) -> None:
-        if switch_cost < 0 or overhead <= 0:
-            raise ValueError("switch_cost must be >= 0 s and overhead > 0")
+    def __init__(
+        self,
+        clock: SimClock,
+        switch_cost: float = 0.001,
+        overhead: float = 1.0,
+        aux_cost: float = 0.0,
+    ) -> None:
+        if switch_cost < 0 or overhead <= 0 or aux_cost < 0:
+            raise ValueError("switch_cost and aux_cost must be >= 0 s and overhead > 0")
+        self.aux_cost = aux_cost
         self.clock = clock
         self.switch_cost = switch_cost
         self.overhead = overhead
@@ -68,6 +75,9 @@ class SimWorker:
             run.handle = self.clock.call_at(now + run.left / rate, self._finish, lane)
 
     def launch(self, run: Launch, on_done: Callable[[float], None]) -> None:
+        if run.aux:  # a host-side call (read or save the model): no GPU work to share
+            self.clock.call_at(self.clock.now() + self.aux_cost, on_done, self.aux_cost)
+            return
         self._advance()
         p = run.job.profile
         work = p.t_iter * self.overhead + (self.switch_cost if run.switch else 0.0)

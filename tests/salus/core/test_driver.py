@@ -138,3 +138,43 @@ def test_switch_cost_is_charged_only_on_a_switch() -> None:
     loop.run()
     # a, b, a, b: three switches of 0.25 s
     assert d.switches == 3 and b.finish == pytest.approx(4.75) and a.finish == pytest.approx(3.5)
+
+
+def _srtf_with_aux(aux_at: float, aux_cost: float = 0.25) -> tuple[Driver, EventLoop]:
+    loop = EventLoop()
+    clock = SimClock(loop)
+    d = Driver(clock, SimWorker(clock, 0.0, aux_cost=aux_cost), make_policy("srtf"), 100,
+               verify=True, record=True)  # fmt: skip
+    d.arrive("short", Profile("w", 10, 10, 1.0), expected=2.0, iterations=2, ready=2, job_id=1)
+    d.arrive("long", Profile("w", 10, 10, 1.0), expected=10.0, iterations=10, ready=10, job_id=0)
+    loop.call_at(aux_at, d.aux, 0)
+    return d, loop
+
+
+def test_an_auxiliary_call_runs_at_the_next_boundary_outside_the_policy() -> None:
+    """Spec 3.7's aux calls: the long job (not the one SRTF runs) gets its call at the next
+    boundary, ahead of the short job's next iteration; it is not charged to S, not a switch,
+    and SRTF's order is otherwise unchanged."""
+    d, loop = _srtf_with_aux(0.5)
+    loop.run()
+    long, short = d.jobs[0], d.jobs[1]
+    assert short.finish == 2.25  # its second iteration waited for the 0.25 s call
+    assert long.service == 10.0 and long.done == 10 and long.aux == 0
+    assert [r.job for r in d.timeline or []] == [1, 1] + [0] * 10  # the call is no iteration
+    assert d.switches == 1  # short -> long once; the call switched nothing
+
+
+def test_an_auxiliary_call_of_a_queued_job_waits_for_its_lane_and_ends_with_it() -> None:
+    loop = EventLoop()
+    clock = SimClock(loop)
+    d = Driver(clock, SimWorker(clock, 0.0, aux_cost=0.5), make_policy("fifo"), 100)
+    first = d.arrive("a", Profile("w", 50, 40, 1.0), iterations=3, ready=3)
+    queued = d.arrive("b", Profile("w", 50, 40, 1.0), iterations=1, ready=1)
+    d.aux(queued.id)
+    loop.run()
+    assert queued.admitted_at == 3.0 and queued.first_start == 3.5  # the call ran first
+    assert first.finish == 3.0 and queued.finish == 4.5
+    ended = d.arrive("c", Profile("w", 50, 40, 1.0), iterations=1, ready=1)
+    loop.run()
+    with pytest.raises(ValueError, match="has ended"):
+        d.aux(ended.id)

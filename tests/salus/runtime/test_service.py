@@ -153,3 +153,45 @@ def test_other_bad_requests_and_cancel() -> None:
         assert client.cancel(job["id"])["state"] == "cancelled"
         assert client.get(job["id"])["state"] == "cancelled"
         assert client.stats()["jobs"] == {"cancelled": 1}
+
+
+def test_checkpoints_of_a_running_job_are_auxiliary_calls() -> None:
+    """Spec 3.7's auxiliary calls, as users meet them: the weights of a training job taken at
+    its lane's boundary while SRTF keeps running another job; not charged to the job."""
+    from safetensors.torch import load
+
+    with salus(policy="srtf") as (client, service):
+        job = client.submit("train", f"{ZOO}:cnn", 100_000, expected_s=1e6, options=TINY)
+        while client.get(job["id"])["iterations_done"] < 12:
+            time.sleep(0.02)
+        first = load(client.checkpoint(job["id"]))
+        while client.get(job["id"])["iterations_done"] < 24:
+            time.sleep(0.02)
+        second = load(client.checkpoint(job["id"]))
+        record = service.jobs[job["id"]]
+        model = service.sessions[job["id"]].parts.model  # type: ignore[union-attr]
+        assert set(first) == set(model.state_dict()) and len(first) >= 4
+        assert any(not first[k].equal(second[k]) for k in first)  # training moved the weights
+        # a job that only waits in the lane (SRTF runs the shorter one) is checkpointed too
+        short = client.submit("short", f"{ZOO}:cnn", 100_000, expected_s=1.0, options=TINY)
+        while client.get(short["id"])["state"] != "running":
+            time.sleep(0.02)
+        waiting = client.get(job["id"])["iterations_done"]
+        assert set(load(client.checkpoint(job["id"]))) == set(first)
+        assert client.get(job["id"])["iterations_done"] <= waiting + 1  # still not its turn
+        for j in (job, short):
+            client.cancel(j["id"])
+        driven = service.driver.jobs[job["id"]] if service.driver else None
+        assert driven is not None
+        while driven.finish is None:  # it leaves at its running iteration's end
+            time.sleep(0.02)
+        # three calls ran, none counted as an iteration: the record's count is the profiler's
+        # iterations plus the driver's main iterations, exactly
+        profiled = record.spec.iterations - (driven.iterations or 0)
+        assert record.iterations_done == profiled + driven.done
+        with pytest.raises(SalusError) as err:
+            client.checkpoint(job["id"])
+        assert err.value.status == 409 and "cancelled" in str(err.value)
+        with pytest.raises(SalusError) as err:
+            client.checkpoint(999)
+        assert err.value.status == 404

@@ -11,6 +11,7 @@ imported from: only do that for code you trust, since importing runs it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -110,3 +111,23 @@ def register(group: typer.Typer) -> None:
             except SalusError as exc:
                 console.print(f"[red]{exc}")
                 raise typer.Exit(2) from None
+
+    @group.command("checkpoint")
+    def checkpoint_cmd(
+        job: Annotated[int, typer.Argument(help="the job's id")],
+        out: Annotated[Path, typer.Option(help="where to write the .safetensors file")],
+        url: str = "http://127.0.0.1:8000",
+        api_key: Annotated[str | None, typer.Option(envvar="KAIROS_API_KEY")] = None,
+        wait_s: float = 30.0,
+    ) -> None:
+        """Save a running job's weights (taken at its next iteration boundary)."""
+        from kairos.salus.runtime.client import SalusClient, SalusError
+
+        with SalusClient(url, api_key) as client:
+            try:
+                data = client.checkpoint(job, wait_s)
+            except SalusError as exc:
+                console.print(f"[red]{exc}")
+                raise typer.Exit(2) from None
+        out.write_bytes(data)
+        console.print(f"job {job}: {len(data)} bytes of weights written to {out}")

@@ -37,6 +37,9 @@ class SalusClient:
         self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout_s)
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self._request(method, path, **kwargs).json()
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         r = self.http.request(method, path, **kwargs)
         if r.status_code >= 400:
             try:
@@ -44,7 +47,7 @@ class SalusClient:
                 raise SalusError(r.status_code, err["message"], err.get("param"))
             except (ValueError, KeyError, TypeError):
                 raise SalusError(r.status_code, r.text) from None
-        return r.json()
+        return r
 
     def submit(
         self,
@@ -97,6 +100,15 @@ class SalusClient:
             if job["state"] in TERMINAL:
                 return
             time.sleep(poll_s)
+
+    def checkpoint(self, job_id: int, wait_s: float = 30.0) -> bytes:
+        """The running job's weights as safetensors bytes (`safetensors.torch.load` reads
+        them), taken at its next iteration boundary."""
+        timeout = httpx.Timeout(self.http.timeout.read or 30.0, read=wait_s + 10.0)
+        r = self._request(
+            "GET", f"/v1/jobs/{job_id}/checkpoint", params={"wait_s": wait_s}, timeout=timeout
+        )
+        return r.content
 
     def cancel(self, job_id: int) -> dict[str, Any]:
         return self._call("POST", f"/v1/jobs/{job_id}/cancel")

@@ -6,6 +6,9 @@ admits it to a lane and runs its iterations. `GET /v1/jobs` lists jobs, `GET /v1
 reads one (`?wait_s=N` waits up to N seconds for it to end), `POST /v1/jobs/{id}/cancel` stops
 it at its next iteration boundary. `GET /v1/stats` has the lanes and memory; `/health` and
 `/metrics` (Prometheus: jobs by state, lanes, used bytes, iterations, HTTP answers).
+`GET /v1/jobs/{id}/checkpoint` returns the model's weights as a safetensors file, taken at the
+lane's next iteration boundary (an auxiliary call: not charged to the job, no decision changed;
+409 once the job has ended, 504 if no boundary came within `wait_s`).
 
 Errors use the shared JSON shape and name the field: 400 malformed or invalid (a factory outside
 the allowed modules is a 400 on `factory`), 401 bad key, 404 unknown job, 413 body too large,
@@ -29,7 +32,7 @@ from kairos.runtime.json_body import read_model
 from kairos.runtime.middleware import CLIENT_CLOSED, StatusCounter
 from kairos.runtime.prometheus import CONTENT_TYPE, exposition, registry_for
 from kairos.salus.runtime.metrics import SalusCollector
-from kairos.salus.runtime.service import FieldError, SalusService, Unavailable
+from kairos.salus.runtime.service import FieldError, JobEnded, SalusService, Unavailable
 from kairos.salus.runtime.settings import ServiceSettings
 from kairos.salus.runtime.spec import JobSpec
 
@@ -108,6 +111,27 @@ def create_app(service: SalusService, settings: ServiceSettings | None = None) -
         if wait_s > 0:
             await service.wait(job_id, wait_s)
         return JSONResponse(job_or_404(job_id))
+
+    @app.get("/v1/jobs/{job_id}/checkpoint", dependencies=[auth])
+    async def checkpoint(
+        job_id: int, wait_s: float = Query(30.0, gt=0.0, le=MAX_WAIT_S)
+    ) -> Response:
+        job_or_404(job_id)
+        try:
+            data = await service.checkpoint(job_id, wait_s)
+        except JobEnded as exc:
+            raise APIError(409, f"{exc}.", param="id", code="job_ended") from None
+        except TimeoutError:
+            raise APIError(
+                504, f"Job {job_id} reached no iteration boundary within {wait_s} s.",
+                code="timeout",
+            ) from None  # fmt: skip
+        name = f"job-{job_id}.safetensors"
+        return Response(
+            data,
+            media_type="application/octet-stream",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
 
     @app.post("/v1/jobs/{job_id}/cancel", dependencies=[auth])
     async def cancel(job_id: int) -> JSONResponse:

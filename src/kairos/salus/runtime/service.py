@@ -16,9 +16,10 @@ import asyncio
 import contextlib
 import gc
 import itertools
-from collections import Counter, OrderedDict
+import time
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -35,10 +36,14 @@ from kairos.salus.runtime.settings import ServiceSettings
 from kairos.salus.runtime.spec import JobRecord, JobSpec, State
 from kairos.sim import AsyncioClock
 
-__all__ = ["SalusService", "Unavailable"]
+__all__ = ["JobEnded", "SalusService", "Unavailable"]
 
 
 _OPEN = (JobStatus.QUEUED, JobStatus.ADMITTED)
+
+
+class JobEnded(RuntimeError):
+    """An auxiliary call asked of (or pending on) a job that has ended."""
 
 
 class Unavailable(RuntimeError):
@@ -72,6 +77,7 @@ class SalusService:
         self._setup: ThreadPoolExecutor | None = None
         self._driver: Driver | None = None
         self._on_done: dict[int, Callable[[float], None]] = {}  # lane -> its iteration's end
+        self._aux: dict[int, deque[asyncio.Future[bytes]]] = {}  # job -> checkpoints asked
         self._ended: dict[int, asyncio.Event] = {}
         self._running = False
         self._record = record
@@ -165,6 +171,24 @@ class SalusService:
             self._end(record, State.CANCELLED, None)
         return record
 
+    async def checkpoint(self, job_id: int, timeout_s: float) -> bytes:
+        """The job's weights (safetensors) at its lane's next boundary: an auxiliary call
+        (spec 3.7) that is not charged to the job and changes no scheduling decision.
+        `JobEnded` if the job ends first, `TimeoutError` past `timeout_s`."""
+        record = self.jobs[job_id]
+        if record.state.terminal or self._loop is None:
+            raise JobEnded(f"job {job_id} is {record.state.value}")
+        asked: asyncio.Future[bytes] = self._loop.create_future()
+        self._aux.setdefault(job_id, deque()).append(asked)
+        driver = self._driver
+        if driver is not None and job_id in driver.jobs:
+            driver.aux(job_id)  # a job still profiling asks once it reaches the driver
+        try:
+            return await asyncio.wait_for(asyncio.shield(asked), timeout_s)
+        except TimeoutError:
+            asked.cancel()  # the lane skips it when its turn comes
+            raise
+
     async def wait(self, job_id: int, timeout_s: float) -> None:
         """Return once the job ended or after `timeout_s`."""
         event = self._ended.get(job_id)
@@ -243,6 +267,9 @@ class SalusService:
             )
         except ValueError as exc:  # can never fit (P + E > C): say so instead of queuing forever
             self._end(record, State.FAILED, str(exc))
+            return
+        for _ in self._aux.get(record.id, ()):
+            self._driver.aux(record.id)
 
     def _ran(self, run: IterationRun) -> None:
         """ITERATION_DONE from a lane thread: account it, fail the job if its step did, then
@@ -268,6 +295,9 @@ class SalusService:
     # -- the driver's worker ---------------------------------------------------------------------
     def launch(self, run: Launch, on_done: Callable[[float], None]) -> None:
         """Run the job's next iteration on its lane (the driver's decision)."""
+        if run.aux:
+            self._launch_aux(run, on_done)
+            return
         record = self.jobs[run.job.id]
         if record.state == State.QUEUED:
             record.state = State.RUNNING
@@ -276,6 +306,27 @@ class SalusService:
         assert self._lanes is not None
         self._on_done[run.lane.id] = on_done
         self._lanes.launch(run.job.id, run.lane.id, run.lane.size)
+
+    def _launch_aux(self, run: Launch, on_done: Callable[[float], None]) -> None:
+        asked = self._aux[run.job.id].popleft()
+        session = self.sessions.get(run.job.id)
+        if asked.done() or session is None or self._lanes is None:  # the caller gave up
+            self._hop(on_done, 0.0)
+            return
+        t0 = time.perf_counter()
+        ran = self._lanes.submit(run.lane.id, session.checkpoint)
+
+        def finished(f: Future[bytes]) -> None:
+            took = time.perf_counter() - t0
+            if not asked.done():
+                exc = f.exception()
+                if exc is not None:
+                    asked.set_exception(JobEnded(f"the checkpoint failed: {exc}"))
+                else:
+                    asked.set_result(f.result())
+            on_done(took)
+
+        ran.add_done_callback(lambda f: self._hop(finished, f))
 
     def release(self, job: JobState) -> None:
         """The job left its lane: drop its program and with it its persistent memory."""
@@ -292,6 +343,9 @@ class SalusService:
             self._end(record, State.DONE, None)
 
     def _close(self, job_id: int) -> None:
+        for asked in self._aux.pop(job_id, ()):
+            if not asked.done():
+                asked.set_exception(JobEnded(f"job {job_id} ended before its checkpoint"))
         session = self.sessions.pop(job_id, None)
         if session is not None:
             session.close()

@@ -96,6 +96,19 @@ class Session:
             )
         return duration
 
+    def checkpoint(self) -> bytes:
+        """The model's weights as a safetensors file, taken between two iterations (an
+        auxiliary call: the lane is idle, so the weights are one consistent step's)."""
+        from safetensors.torch import save
+
+        if self.parts is None:
+            raise JobFailed("the job was not set up")
+        tensors = {
+            name: t.detach().to("cpu", copy=True).contiguous()
+            for name, t in self.parts.model.state_dict().items()
+        }
+        return save(tensors, metadata={"job": str(self.job_id)})
+
     def state_pointers(self) -> dict[int, int]:
         """Storage address -> bytes of the job's model state: unchanged by a switch."""
         if self.parts is None:
