@@ -5,6 +5,6 @@ SRTF snapshot), fig2_9 (E3, fair shares), and the model demonstrations fig2_10 (
 hyperparameter exploration) and fig2_11 (E5, inference consolidation).
 """
 
-from kairos.salus.experiments import demos, e1, snapshots
+from kairos.salus.experiments import demos, e1, on_service, snapshots
 
-__all__ = ["demos", "e1", "snapshots"]
+__all__ = ["demos", "e1", "on_service", "snapshots"]
