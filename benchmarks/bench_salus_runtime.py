@@ -8,7 +8,9 @@ that the machine's drift hits all of them alike:
 3. service: the job submitted over HTTP to a real `kairos salus serve` service (FIFO, one job),
    timed from its first iteration after profiling to its last (the service's own clock).
 The overhead is reported as a ratio to the plain loop (goal: under 10%) and in microseconds per
-iteration. Also the switch gap between two resident jobs on one lane versus suspend/resume.
+iteration, for the CNN and (E6, one row per model as Fig. 2.12) for each zoo model at a size
+whose step takes tens of milliseconds here. Also the switch gap between two resident jobs on
+one lane versus suspend/resume.
 """
 
 from __future__ import annotations
@@ -30,13 +32,20 @@ from kairos.salus.runtime.service import SalusService
 from kairos.salus.runtime.settings import ServiceSettings
 
 CNN = {"batch": 32, "width": 16, "image": 32}  # >= ~20 ms per training step on one core
+# E6: every zoo model at a size whose training step takes tens of milliseconds on one core
+MODELS: dict[str, dict[str, Any]] = {
+    "cnn": CNN,
+    "lstm": {"batch": 32, "seq": 32, "vocab": 2000, "hidden": 128},
+    "vae": {"batch": 256, "features": 784, "hidden": 400, "latent": 20},
+    "superres": {"batch": 8, "image": 64},
+}
 
 
-def plain_loop(n: int, accounted: bool) -> float:
-    """Seconds per iteration of the CNN step in a plain loop (after 3 warm-up steps)."""
+def plain_loop(n: int, accounted: bool, model: str = "cnn") -> float:
+    """Seconds per iteration of the model's step in a plain loop (after 3 warm-up steps)."""
     tracker = StorageTracker()
     with tracker:
-        parts = zoo.cnn("train", **CNN)
+        parts = getattr(zoo, model)("train", **MODELS[model])
     for _ in range(3):
         parts.run_iteration()
     t0 = time.perf_counter()
@@ -49,9 +58,10 @@ def plain_loop(n: int, accounted: bool) -> float:
     return (time.perf_counter() - t0) / n
 
 
-def service_run(client: SalusClient, n: int) -> float:
+def service_run(client: SalusClient, n: int, model: str = "cnn") -> float:
     """Seconds per iteration of the same job run by the service (after its profiling)."""
-    job = client.submit("bench", "kairos.salus.runtime.zoo:cnn", n + 8, options=CNN)
+    job = client.submit("bench", f"kairos.salus.runtime.zoo:{model}", n + 8,
+                        options=MODELS[model])  # fmt: skip
     done = client.wait(job["id"], timeout_s=600)
     if done["state"] != "done":
         raise RuntimeError(f"the benchmark job ended {done['state']}: {done['error']}")
@@ -83,23 +93,37 @@ def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
             times["plain"].append(plain_loop(n, accounted=False))
             times["accounted"].append(plain_loop(n, accounted=True))
             times["service"].append(service_run(client, n))
-    plain = statistics.median(times["plain"])
-    rows: list[dict[str, Any]] = []
-    for mode, ts in times.items():
-        t = statistics.median(ts)
-        rows.append(
-            {
-                "case": f"cnn step, {mode}",
+        plain = statistics.median(times["plain"])
+        rows: list[dict[str, Any]] = []
+        for mode, ts in times.items():
+            t = statistics.median(ts)
+            rows.append(
+                {
+                    "case": f"cnn step, {mode}",
+                    "ms_per_iter": round(t * 1e3, 3),
+                    "overhead_pct": round((t / plain - 1) * 100, 2),
+                    "overhead_us_per_iter": round((t - plain) * 1e6, 1),
+                }
+            )
+        for model in MODELS:  # E6: one row per model, plain loop vs service, interleaved
+            if model == "cnn":
+                continue
+            plain_m, served_m = [], []
+            for _ in range(rounds):
+                plain_m.append(plain_loop(n // 2, accounted=False, model=model))
+                served_m.append(service_run(client, n // 2, model))
+            p, t = statistics.median(plain_m), statistics.median(served_m)
+            rows.append({
+                "case": f"E6 {model} step, service",
                 "ms_per_iter": round(t * 1e3, 3),
-                "overhead_pct": round((t / plain - 1) * 100, 2),
-                "overhead_us_per_iter": round((t - plain) * 1e6, 1),
-            }
-        )
+                "overhead_pct": round((t / p - 1) * 100, 2),
+                "overhead_us_per_iter": round((t - p) * 1e6, 1),
+            })  # fmt: skip
     for switch in ("resident", "suspend"):
         gap = switch_gaps(switch, 30 if quick else 100)
         rows.append({"case": f"switch gap, {switch}", "ms_per_iter": round(gap * 1e3, 3)})
     print_table(rows, title="Salus runtime overhead (medians)")
-    write_result(out_dir, "bench_salus_runtime", config={"cnn": CNN, "n": n}, rows=rows)
+    write_result(out_dir, "bench_salus_runtime", config={"models": MODELS, "n": n}, rows=rows)
     return rows
 
 
