@@ -37,6 +37,7 @@ class StorageTracker(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self._sizes: dict[int, int] = {}
+        self._refs: dict[int, weakref.ref[Any]] = {}  # keep the death callbacks alive
         self._lock = threading.Lock()
         self.live = 0
         self.peak = 0
@@ -65,8 +66,10 @@ class StorageTracker(TorchDispatchMode):
     def _charge(self, t: torch.Tensor) -> None:
         storage = t.untyped_storage()
         key = storage._cdata  # the StorageImpl: stable while it lives, even across resize_
+        if key in self._sizes:  # a view of a storage already charged: most outputs
+            return
         size = storage.nbytes()
-        if size == 0 or key in self._sizes:
+        if size == 0:
             return
         with self._lock:
             self._sizes[key] = size
@@ -74,7 +77,8 @@ class StorageTracker(TorchDispatchMode):
             if self.live > self.peak:
                 self.peak = self.live
             over = self.limit is not None and self.live > self.limit
-        weakref.finalize(storage, self._release, key)
+            # a plain weak reference with a callback: a tenth of weakref.finalize's cost
+            self._refs[key] = weakref.ref(storage, lambda _, key=key: self._release(key))
         if over:
             raise OverBudget(
                 f"the job holds {self.live} bytes, past the {self.limit} its lane reserved for "
@@ -84,6 +88,7 @@ class StorageTracker(TorchDispatchMode):
     def _release(self, key: int) -> None:
         with self._lock:
             self.live -= self._sizes.pop(key, 0)
+            self._refs.pop(key, None)
 
     def owned(self, tensors: list[torch.Tensor]) -> int:
         """Bytes of the distinct storages of `tensors` that this tracker charged."""
