@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from functools import partial
 from typing import Any
 
 import torch
@@ -78,12 +79,15 @@ class StorageTracker(TorchDispatchMode):
                 self.peak = self.live
             over = self.limit is not None and self.live > self.limit
             # a plain weak reference with a callback: a tenth of weakref.finalize's cost
-            self._refs[key] = weakref.ref(storage, lambda _, key=key: self._release(key))
+            self._refs[key] = weakref.ref(storage, partial(self._died, key))
         if over:
             raise OverBudget(
                 f"the job holds {self.live} bytes, past the {self.limit} its lane reserved for "
                 "it (persistent + ephemeral from its profile)"
             )
+
+    def _died(self, key: int, _ref: weakref.ref[Any]) -> None:
+        self._release(key)
 
     def _release(self, key: int) -> None:
         with self._lock:
