@@ -27,7 +27,7 @@ from kairos.fluid.backend import Outcome
 from kairos.fluid.core.placement import Placement
 from kairos.fluid.device_model import DeviceModel
 from kairos.fluid.engine import Engine, EngineConfig, RunStats
-from kairos.fluid.runtime.worker import WorkerHandle
+from kairos.fluid.runtime.worker import ProcessHandle, WorkerHandle
 from kairos.fluid.trial import Trial
 from kairos.fluid.tuner import Tuner
 from kairos.fluid.workloads import TrialTruth
@@ -44,9 +44,12 @@ class WorkerPool:
     def __init__(self, n_gpus: int, c: int, factory: str | None = None) -> None:
         ctx = mp.get_context("spawn")
         self.n, self.c = n_gpus, c
-        self.workers = {
-            (g, s): WorkerHandle(ctx, f"gpu{g}-slot{s}") for g in range(n_gpus) for s in range(c)
+        self.workers: dict[Slot, WorkerHandle] = {
+            (g, s): ProcessHandle(ctx, f"gpu{g}-slot{s}") for g in range(n_gpus) for s in range(c)
         }
+        self._ping(factory)
+
+    def _ping(self, factory: str | None) -> None:
         ready = [threading.Event() for _ in self.workers]
         for w, event in zip(self.workers.values(), ready, strict=True):
             msg = ("ping", factory) if factory else ("ping",)
