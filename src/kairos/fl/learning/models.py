@@ -1,0 +1,162 @@
+"""Small classifiers in numpy whose parameters are one flat float vector.
+
+Server algorithms average, difference and rescale parameters, and Auxo clusters client updates
+as vectors, so the natural currency is a single 1-D array. A model here is a stateless
+description (shapes plus the maths): `init(rng)` returns a weight vector, and every other method
+takes the vector explicitly. Nothing is hidden in the model, so copying a cohort's model is
+copying an array. Parameters are laid out input layer first, output layer last, so "the last
+fraction of the coordinates" (Auxo's update compression) means the layers nearest the output.
+
+numpy is enough at this scale (a 64-32-10 MLP has 2,410 parameters) and is faster than torch
+for the many tiny minibatches of a federated round on two CPU cores.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def softmax_xent(logits: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+    """Mean cross-entropy of integer labels and its gradient with respect to the logits."""
+    z = logits - logits.max(axis=1, keepdims=True)
+    ez = np.exp(z)
+    total = ez.sum(axis=1, keepdims=True)
+    n = len(y)
+    rows = np.arange(n)
+    loss = float(np.mean(np.log(total[:, 0]) - z[rows, y])) if n else 0.0
+    grad = ez / total
+    grad[rows, y] -= 1.0
+    return loss, grad / max(n, 1)
+
+
+class Model(ABC):
+    """A classifier over flat weights: (n_features) -> (n_classes) logits."""
+
+    n_features: int
+    n_classes: int
+
+    @property
+    @abstractmethod
+    def n_params(self) -> int:
+        """Length of the weight vector."""
+
+    @abstractmethod
+    def init(self, rng: np.random.Generator) -> np.ndarray:
+        """A fresh weight vector (the same for the same generator state)."""
+
+    @abstractmethod
+    def logits(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Class scores (n, n_classes) for inputs (n, n_features)."""
+
+    @abstractmethod
+    def loss_grad(self, w: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        """Mean cross-entropy on (x, y) and its gradient (a vector like `w`)."""
+
+    def loss(self, w: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
+        """Mean cross-entropy without the gradient (0 on an empty set)."""
+        if len(y) == 0:
+            return 0.0
+        return softmax_xent(self.logits(w, x), y)[0]
+
+    def predict(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+        return np.argmax(self.logits(w, x), axis=1)
+
+    def accuracy(self, w: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
+        """Fraction correct (NaN on an empty set, so a missing test set is never "perfect")."""
+        if len(y) == 0:
+            return float("nan")
+        return float(np.mean(self.predict(w, x) == y))
+
+    def _check(self, w: np.ndarray) -> None:
+        if w.shape != (self.n_params,):
+            raise ValueError(f"expected a weight vector of shape ({self.n_params},), got {w.shape}")
+
+
+@dataclass(frozen=True)
+class LogisticRegression(Model):
+    """Multinomial logistic regression: logits = x W + b; flat layout [W (d*C), b (C)].
+
+    Starts at zero (the convex problem needs no symmetry breaking, and zero makes runs with
+    different seeds share a starting point).
+    """
+
+    n_features: int
+    n_classes: int
+
+    @property
+    def n_params(self) -> int:
+        return (self.n_features + 1) * self.n_classes
+
+    def _split(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self._check(w)
+        d, c = self.n_features, self.n_classes
+        return w[: d * c].reshape(d, c), w[d * c :]
+
+    def init(self, rng: np.random.Generator) -> np.ndarray:
+        return np.zeros(self.n_params)
+
+    def logits(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+        weights, bias = self._split(w)
+        return x @ weights + bias
+
+    def loss_grad(self, w: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        weights, bias = self._split(w)
+        loss, g = softmax_xent(x @ weights + bias, y)
+        return loss, np.concatenate([(x.T @ g).ravel(), g.sum(axis=0)])
+
+
+@dataclass(frozen=True)
+class MLP(Model):
+    """One hidden ReLU layer: d -> hidden -> C. Flat layout [W1, b1, W2, b2].
+
+    He-initialised hidden layer, small output layer: the spec's 64-32-10 network for digits.
+    """
+
+    n_features: int
+    n_classes: int
+    hidden: int = 32
+
+    @property
+    def n_params(self) -> int:
+        return (self.n_features + 1) * self.hidden + (self.hidden + 1) * self.n_classes
+
+    def _split(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        self._check(w)
+        d, h, c = self.n_features, self.hidden, self.n_classes
+        a = d * h
+        w1, b1 = w[:a].reshape(d, h), w[a : a + h]
+        a += h
+        w2, b2 = w[a : a + h * c].reshape(h, c), w[a + h * c :]
+        return w1, b1, w2, b2
+
+    def init(self, rng: np.random.Generator) -> np.ndarray:
+        d, h, c = self.n_features, self.hidden, self.n_classes
+        w1 = rng.normal(0.0, np.sqrt(2.0 / d), size=d * h)
+        w2 = rng.normal(0.0, np.sqrt(1.0 / h), size=h * c)
+        return np.concatenate([w1, np.zeros(h), w2, np.zeros(c)])
+
+    def logits(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+        w1, b1, w2, b2 = self._split(w)
+        return np.maximum(x @ w1 + b1, 0.0) @ w2 + b2
+
+    def loss_grad(self, w: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        w1, b1, w2, b2 = self._split(w)
+        pre = x @ w1 + b1
+        hid = np.maximum(pre, 0.0)
+        loss, g = softmax_xent(hid @ w2 + b2, y)
+        g_hid = (g @ w2.T) * (pre > 0)
+        return loss, np.concatenate(
+            [(x.T @ g_hid).ravel(), g_hid.sum(axis=0), (hid.T @ g).ravel(), g.sum(axis=0)]
+        )
+
+
+def make_model(kind: str, n_features: int, n_classes: int, hidden: int = 32) -> Model:
+    """A model by name: 'lr' (logistic regression) or 'mlp' (one hidden layer)."""
+    if kind == "lr":
+        return LogisticRegression(n_features, n_classes)
+    if kind == "mlp":
+        return MLP(n_features, n_classes, hidden)
+    raise ValueError(f"unknown model {kind!r}; use 'lr' or 'mlp'")
