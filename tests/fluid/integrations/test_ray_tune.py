@@ -57,6 +57,7 @@ def test_asha_runs_with_fluid_widths_as_placement_groups(local_ray: None, tmp_pa
         trial_id = result.metrics["trial_id"]
         history = result.metrics_dataframe
         widths = {Fraction(w).limit_denominator(64) for w in history["fluid_width"]}
+        assert set(history["fluid_gang_in_trial_group"]) == {1}
         assert widths <= chosen[trial_id], (trial_id, widths, chosen[trial_id])
         epochs = list(history["epoch"])  # after a restore Tune keeps the rows from there on
         assert epochs == list(range(epochs[0], epochs[0] + len(epochs)))  # no gap, no restart
@@ -73,3 +74,31 @@ def test_asha_runs_with_fluid_widths_as_placement_groups(local_ray: None, tmp_pa
     assert any(
         (r.metrics or {}).get("training_iteration") == 6 for r in results
     )  # ASHA let one finish
+
+
+def test_a_trial_of_two_bundles_trains_as_a_gloo_gang_equal_to_one_process(
+    local_ray: None, tmp_path: Path
+) -> None:
+    """Width 2 = two bundles = two processes (the trainable and one actor in the trial's second
+    bundle) averaging gradients over gloo at the same global batch: the same accuracies as
+    one process, epoch by epoch."""
+    from kairos.fluid.integrations.ray_tune import width_resources
+    from kairos.fluid.runtime.trainable import DigitsMLP
+
+    config = {"x0": 0.5, "x1": 0.4}
+    tuner = tune.Tuner(
+        tune.with_resources(train_digits, width_resources(2)),
+        param_space=config,
+        tune_config=tune.TuneConfig(metric="accuracy", mode="max"),
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path), verbose=0, stop={"training_iteration": 3}
+        ),
+    )
+    result = tuner.fit()[0]
+    assert result.metrics_dataframe is not None
+    history = result.metrics_dataframe
+    assert list(history["fluid_ranks"]) == [2, 2, 2]
+    assert list(history["fluid_gang_in_trial_group"]) == [1, 1, 1]
+    alone = DigitsMLP(config)
+    expected = [alone.step() for _ in range(3)]
+    assert list(history["accuracy"]) == pytest.approx(expected, abs=0.006)  # a sample or two

@@ -19,6 +19,7 @@ Inside the trainable, `fluid_width(tune.get_context().get_trial_resources())` is
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 from ray.tune.execution.placement_groups import PlacementGroupFactory
@@ -137,29 +138,111 @@ class FluidScheduler(ResourceChangingScheduler):
         return None
 
 
+class TrialGang:
+    """Ranks 1..w-1 of a trial's `gloo` data-parallel gang, as Ray actors in the trial's own
+    placement-group bundles 1..w-1 (the trainable itself holds bundle 0 and is rank 0), so a
+    width of `w` bundles is `w` processes training one model at the same global batch. The
+    actors belong to the trial's process: when Tune pauses the trial for a resize, they go
+    with it, and the restored trial starts a gang of its new width from the checkpoint (a
+    local path: on a multi-node cluster Tune's storage must be shared)."""
+
+    def __init__(
+        self, world: int, config: dict[str, Any], ckpt: str | None, resource: str, cpus: float
+    ) -> None:
+        import socket
+
+        import ray
+        import torch.distributed as dist
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        from kairos.fluid.runtime.local import DIGITS
+        from kairos.fluid.runtime.trainable import DigitsMLP
+        from kairos.fluid.runtime.worker import SlotWorker
+
+        pg = ray.util.get_current_placement_group()
+        if pg is None or len(pg.bundle_specs) < world:
+            raise RuntimeError(f"a gang of {world} needs the trial's placement group of {world}")
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        actor = ray.remote(SlotWorker)
+        self.actors: list[Any] = [
+            actor.options(
+                num_cpus=min(cpus, float(pg.bundle_specs[i].get("CPU", 0.0))),
+                resources={resource: 1.0},
+                scheduling_strategy=PlacementGroupSchedulingStrategy(pg, i),
+            ).remote()
+            for i in range(1, world)
+        ]
+        loads = [
+            a.handle.remote(("load", DIGITS, config, ckpt, rank, world, port, 0))
+            for rank, a in enumerate(self.actors, start=1)
+        ]
+        dist.init_process_group(
+            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=world
+        )
+        self.model = DigitsMLP(config, 0, world)
+        if ckpt is not None:
+            self.model.restore(Path(ckpt))
+        self._check(ray.get(loads))
+        self.placements: list[dict[str, Any]] = [ray.get(a.where.remote()) for a in self.actors]
+        self.pg_id = pg.id.hex()
+
+    @staticmethod
+    def _check(replies: list[tuple[str, Any]]) -> None:
+        errors = [value for status, value in replies if status != "ok"]
+        if errors:
+            raise RuntimeError(f"a rank of the trial's gang failed: {errors[0]}")
+
+    def step(self) -> float:
+        import ray
+
+        pending = [a.handle.remote(("step",)) for a in self.actors]
+        metric = self.model.step()
+        self._check(ray.get(pending))
+        return metric
+
+
 def train_digits(config: dict[str, Any]) -> None:
     """A Tune function trainable over `DigitsMLP`: one epoch a result, a checkpoint every
     epoch (a Fluid resize is a pause and a restore), and the width Ray actually gave the trial
-    in every result (`fluid_width`), read back from its placement group."""
+    in every result (`fluid_width`), read back from its placement group. At a width of two or
+    more bundles the epoch runs as a `gloo` gang over that many processes (`TrialGang`);
+    `fluid_ranks` says how many ran it."""
     import tempfile
-    from pathlib import Path
 
     from ray import tune
 
     from kairos.fluid.runtime.trainable import DigitsMLP
 
+    resource = str(config.get("resource", "vgpu"))
+    granted = fluid_width(tune.get_context().get_trial_resources(), resource)
     model = DigitsMLP(config)
+    gang: TrialGang | None = None
     checkpoint = tune.get_checkpoint()
     if checkpoint is not None:
         with checkpoint.as_directory() as d:
-            model.restore(Path(d) / "state.pt")
-    resource = str(config.get("resource", "vgpu"))
+            if granted >= 2:  # the gang's ranks load the checkpoint before this block ends
+                gang = TrialGang(int(granted), config, str(Path(d) / "state.pt"), resource, 1.0)
+            else:
+                model.restore(Path(d) / "state.pt")
+    elif granted >= 2:
+        gang = TrialGang(int(granted), config, None, resource, 1.0)
+    if gang is not None:
+        model = gang.model
+    inside = all(p["placement_group"] == gang.pg_id for p in gang.placements) if gang else True
     while True:
-        accuracy = model.step()
+        accuracy = gang.step() if gang is not None else model.step()
         width = fluid_width(tune.get_context().get_trial_resources(), resource)
         with tempfile.TemporaryDirectory() as d:
             model.save(Path(d) / "state.pt")
             tune.report(
-                {"accuracy": accuracy, "fluid_width": float(width), "epoch": model.epoch},
+                {
+                    "accuracy": accuracy,
+                    "fluid_width": float(width),
+                    "fluid_ranks": model.world,
+                    "fluid_gang_in_trial_group": int(inside),
+                    "epoch": model.epoch,
+                },
                 checkpoint=tune.Checkpoint.from_directory(d),
             )
