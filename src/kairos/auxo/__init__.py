@@ -1,4 +1,23 @@
-"""Auxo, not written yet (issue 16).
+"""Auxo: cohort identification for federated learning (spec specs/auxo.md, issue 16).
 
-The package holds only its `cli.SYSTEM` so far, so `kairos auxo` is there from the start.
+The pure algorithms, one concept a module; each works on update vectors, client ids and cohort
+ids only, never on client data:
+
+- `params`: every knob, with the spec's defaults (`AuxoParams`, `AuxoParams.reference()`);
+- `features`: compression and normalisation of updates into clustering features;
+- `clustering`: CLIENTCLUSTERING, labels kept per client and centroids recomputed per round;
+- `criteria`: heterogeneity estimate, Lemma 1's bound and the partition decision;
+- `tree`: the cohort tree, budget-keeping splits, tree distance;
+- `rewards`: affinity records, exploitation and exploration rewards, inheritance at a split;
+- `selection`: decaying epsilon-greedy cohort selection;
+- `matching`: the coordinator's MATCH, which always returns a leaf;
+- `assignment`: probing leaves to place a new client at deployment;
+- `engine`: the pieces composed for one cohort-round in centralized mode.
+
+The package also holds its `cli.SYSTEM`, so `kairos auxo` exists.
 """
+
+from kairos.auxo.engine import AuxoEngine, RoundReport
+from kairos.auxo.params import AuxoParams
+
+__all__ = ["AuxoEngine", "AuxoParams", "RoundReport"]

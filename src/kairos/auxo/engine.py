@@ -1,0 +1,212 @@
+"""Auxo in centralized mode: one object that a training driver feeds each cohort's round.
+
+It composes the pure pieces in the order of the round lifecycle (spec 2.3, stage 4): build
+features from the participants' updates, CLIENTCLUSTERING, exploitation/exploration rewards when
+M > 1 (applied to each participant's affinity record, as the client would), then the partition
+decision; a split replaces the leaf by K children that start from exactly its weights, and every
+record inherits rewards at that moment (spec 3.10: the same moment in both modes).
+
+What it is given is the whole of what it can see: cohort ids, client ids, update vectors, round
+counters. It never receives client data or labels. Randomness: one generator per client (the
+epsilon-greedy pick) and one per cohort (k-means++ seeding), all derived from `seed`, so a run is
+a pure function of its inputs. No clock, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kairos.auxo.assignment import LeafProbeFrame
+from kairos.auxo.clustering import NO_LABEL, Status, cluster_round
+from kairos.auxo.criteria import Decision, HetStats, PartitionMonitor, decide_partition
+from kairos.auxo.features import build_features
+from kairos.auxo.params import AuxoParams
+from kairos.auxo.rewards import AffinityEntry, apply_feedback, inherit, instant_rewards, is_known
+from kairos.auxo.selection import select_cohort
+from kairos.auxo.tree import CohortTree, SplitRecord
+
+
+@dataclass(frozen=True)
+class RoundReport:
+    """What one cohort-round produced: the feedback sent to participants and the decision."""
+
+    cohort: str
+    client_ids: tuple[int, ...]
+    labels: tuple[int, ...]  # NO_LABEL = N/A
+    deltas: tuple[float, ...] | None  # instant rewards, None when skipped
+    status: Status
+    stats: HetStats | None
+    decision: Decision | None
+    split: SplitRecord | None
+
+
+def best_leaf(record: dict[str, AffinityEntry], leaves: Sequence[str]) -> str:
+    """Deterministic membership S_i: highest reward, ties to the first id (for evaluation)."""
+    values = [record[c].reward if c in record else 0.0 for c in leaves]
+    return leaves[int(np.argmax(values))]
+
+
+@dataclass
+class AuxoEngine:
+    """Cohort tree, affinity records (a server table in centralized mode) and clustering state."""
+
+    params: AuxoParams
+    seed: int = 0
+    weights: np.ndarray | None = None
+    tree: CohortTree = field(init=False)
+    records: dict[int, dict[str, AffinityEntry]] = field(init=False, default_factory=dict)
+    monitors: dict[str, PartitionMonitor] = field(init=False, default_factory=dict)
+    initialised: dict[str, bool] = field(init=False, default_factory=dict)
+    probe_frames: dict[str, LeafProbeFrame] = field(init=False, default_factory=dict)
+    _client_rngs: dict[int, np.random.Generator] = field(init=False, default_factory=dict)
+    _cohort_rngs: dict[str, np.random.Generator] = field(init=False, default_factory=dict)
+    _small_rounds: dict[str, int] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tree = CohortTree(self.weights, max_leaves=self.params.max_leaves)
+        self.monitors["0"] = PartitionMonitor(self.params.k, 0)
+        self.initialised["0"] = False
+
+    # ----------------------------------------------------------------- client side
+    def client_rng(self, client_id: int) -> np.random.Generator:
+        """The client's own stream (spec 3.10: MATCH and selection draw from it)."""
+        if client_id not in self._client_rngs:
+            self._client_rngs[client_id] = np.random.default_rng([self.seed, 0, int(client_id)])
+        return self._client_rngs[client_id]
+
+    def record(self, client_id: int) -> dict[str, AffinityEntry]:
+        return self.records.setdefault(int(client_id), {})
+
+    def select(self, client_id: int, round: int) -> str:
+        """COHORTSELECTION: the leaf this client asks to train with at global round `round`."""
+        return select_cohort(
+            self.record(client_id),
+            self.tree.leaves(),
+            round,
+            self.params,
+            self.client_rng(client_id),
+        )
+
+    def membership(self, client_ids: Sequence[int]) -> dict[int, str]:
+        leaves = self.tree.leaves()
+        return {int(c): best_leaf(self.record(c), leaves) for c in client_ids}
+
+    def budgets(self) -> dict[str, int]:
+        """Participants per round of each leaf; they sum to P_total."""
+        return self.tree.budgets(self.params.p_total)
+
+    # ----------------------------------------------------------------- cohort side
+    def _cohort_rng(self, cohort: str) -> np.random.Generator:
+        if cohort not in self._cohort_rngs:
+            path = [int(p) for p in cohort.split(".")]
+            self._cohort_rngs[cohort] = np.random.default_rng([self.seed, 1, len(path), *path])
+        return self._cohort_rngs[cohort]
+
+    def observe(
+        self, cohort: str, round_local: int, client_ids: Sequence[int], updates: np.ndarray
+    ) -> RoundReport:
+        """Stage 4 of one cohort-round: cluster, reward, decide; returns the feedback sent."""
+        if not self.tree.is_leaf(cohort):
+            raise ValueError(f"cohort {cohort!r} is not a leaf; MATCH sends clients to leaves")
+        ids = [int(c) for c in client_ids]
+        if len(set(ids)) != len(ids):
+            raise ValueError("a client can appear once per cohort-round")
+        u = np.asarray(updates)
+        if u.ndim != 2 or u.shape[0] != len(ids):
+            raise ValueError("updates must be one row per client id")
+        p = self.params
+        frame = build_features(
+            u, grad_fraction=p.grad_fraction, dtype=p.feature_dtype, norm=p.feature_norm
+        )
+        recs = [self.record(c) for c in ids]
+        claimed = np.array(
+            [
+                r[cohort].label if cohort in r and r[cohort].label is not None else NO_LABEL
+                for r in recs
+            ]
+        )
+        out = cluster_round(
+            frame.features,
+            claimed,
+            initialised=self.initialised[cohort],
+            round_local=round_local,
+            params=p,
+            rng=self._cohort_rng(cohort),
+        )
+        self.initialised[cohort] = out.initialised
+        monitor = self.monitors[cohort]
+        stats = None
+        if out.status in ("initialised", "relabelled", "frozen"):
+            stats = monitor.observe(np.array(ids), frame.features, out.labels, p)
+        elif out.status == "empty_cluster":
+            monitor.streak = 0
+
+        leaves = self.tree.leaves()
+        deltas: np.ndarray | None = None
+        if len(leaves) > 1:
+            known = np.array([is_known(r, cohort) for r in recs])
+            res = instant_rewards(frame.features, known, p)
+            if res is not None:
+                deltas, rframe = res
+                self.probe_frames[cohort] = LeafProbeFrame(frame, rframe)
+        for i, r in enumerate(recs):
+            lab = int(out.labels[i])
+            apply_feedback(
+                r,
+                cohort,
+                None if deltas is None else float(deltas[i]),
+                lab if lab != NO_LABEL else None,
+                leaves,
+                p,
+            )
+
+        decision = None
+        split = None
+        if self.initialised[cohort]:
+            decision = decide_partition(
+                monitor, round_local=round_local, m_leaves=len(leaves), params=p
+            )
+            if decision.split and self.tree.can_split(cohort, p.k):
+                split = self._split(cohort, round_local)
+        if split is None:
+            self._maybe_merge(cohort)
+        return RoundReport(
+            cohort,
+            tuple(ids),
+            tuple(int(x) for x in out.labels),
+            None if deltas is None else tuple(float(x) for x in deltas),
+            out.status,
+            stats,
+            decision,
+            split,
+        )
+
+    def _split(self, cohort: str, round_local: int) -> SplitRecord:
+        rec = self.tree.split(cohort, self.params.k, round_local)
+        for child in rec.children:
+            self.monitors[child] = PartitionMonitor(self.params.k, round_local)
+            self.initialised[child] = False
+        for record in self.records.values():
+            inherit(record, cohort, rec.children, self.params)
+        self.probe_frames.pop(cohort, None)
+        return rec
+
+    def _maybe_merge(self, cohort: str) -> None:
+        """Optional merge [R]: with M > 2, drop a leaf with < N*fraction members for > n rounds."""
+        p = self.params
+        if not p.merge or p.n_clients is None or self.tree.m <= 2:
+            return
+        leaves = self.tree.leaves()
+        members = sum(best_leaf(r, leaves) == cohort for r in self.records.values())
+        small = (
+            self._small_rounds.get(cohort, 0) + 1 if members < p.n_clients * p.merge_fraction else 0
+        )
+        self._small_rounds[cohort] = small
+        if small > p.merge_rounds:
+            try:
+                self.tree.remove(cohort)
+            except ValueError:
+                return
