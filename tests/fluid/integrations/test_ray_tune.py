@@ -4,7 +4,6 @@ ones Fluid chose."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -17,19 +16,6 @@ from ray.tune.schedulers import ASHAScheduler  # noqa: E402
 
 from kairos.fluid.core.model import Limits  # noqa: E402
 from kairos.fluid.integrations.ray_tune import FluidScheduler, train_digits  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    ray.init(
-        num_cpus=8,
-        resources={"vgpu": 2},
-        include_dashboard=False,
-        log_to_driver=False,
-        configure_logging=False,
-    )
-    yield
-    ray.shutdown()
 
 
 def test_asha_runs_with_fluid_widths_as_placement_groups(local_ray: None, tmp_path: Path) -> None:

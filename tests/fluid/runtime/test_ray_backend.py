@@ -28,19 +28,9 @@ FAR_APART = [{"x0": 0.05, "x1": 0.5}, {"x0": 0.55, "x1": 0.5}, {"x0": 0.3, "x1":
 
 
 @pytest.fixture(scope="module")
-def pool() -> Iterator[RayWorkerPool]:
-    ray.init(
-        num_cpus=4,
-        resources={"vgpu": 2},
-        include_dashboard=False,
-        log_to_driver=False,
-        configure_logging=False,
-    )
-    try:
-        with RayWorkerPool(2, 2, DIGITS) as p:
-            yield p  # type: ignore[misc]
-    finally:
-        ray.shutdown()
+def pool(local_ray: None) -> Iterator[RayWorkerPool]:
+    with RayWorkerPool(2, 2, DIGITS) as p:
+        yield p  # type: ignore[misc]
 
 
 def test_each_device_is_a_placement_group_holding_its_slots(pool: RayWorkerPool) -> None:
