@@ -2,8 +2,10 @@
 
 A rolling TrialGroup of `concurrency` live trials (spec 2.2): each trial runs toward `max_t`
 and is stopped at a rung milestone (`grace * eta^k`) unless it is in the top `1/eta` of what
-that rung has recorded so far, the rule of Ray Tune's `AsyncHyperBandScheduler`. When a trial
-leaves, the next sampled configuration joins the same group, until `n` have been tried.
+that rung has recorded so far, the rule of Ray Tune's `AsyncHyperBandScheduler`, with one
+difference: Ray cuts from the first record on, we wait for two before stopping anyone
+(tests/fluid/test_schedules_vs_ray_tune.py pins both). When a trial leaves, the next sampled
+configuration joins the same group, until `n` have been tried.
 """
 
 from __future__ import annotations
