@@ -184,6 +184,13 @@ class AuxoEngine:
             split,
         )
 
+    def split(self, cohort: str, round_local: int) -> SplitRecord:
+        """Partition `cohort` now, whatever the criteria say (experiments that force the
+        partition time, spec E5); the same bookkeeping as a decided split."""
+        if not self.tree.can_split(cohort, self.params.k):
+            raise ValueError(f"cannot split {cohort!r} into {self.params.k} under the leaf cap")
+        return self._split(cohort, round_local)
+
     def _split(self, cohort: str, round_local: int) -> SplitRecord:
         rec = self.tree.split(cohort, self.params.k, round_local)
         for child in rec.children:

@@ -27,6 +27,7 @@ the first split both runs are the same run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +36,7 @@ from kairos.auxo.engine import AuxoEngine, RoundReport
 from kairos.auxo.evaluation import CohortEval, Usage, evaluate_cohorts, membership_index
 from kairos.auxo.matching import AffinityRequest, match
 from kairos.auxo.params import AuxoParams
+from kairos.auxo.rewards import AffinityEntry
 from kairos.fl.learning import (
     FederatedDataset,
     History,
@@ -210,24 +212,50 @@ class CohortTraining:
         self.reports.append(report)
         if report.split is None:
             return None
-        for child in report.split.children:
+        return self._spawn(m, report.split.children)
+
+    def _spawn(self, parent: str, children: tuple[str, ...]) -> tuple[str, ...]:
+        """The children of a split start from clones of the parent's training state."""
+        state = self.states.pop(parent)
+        for child in children:
             self.states[child] = state.clone()
             self.rngs[child] = self._leaf_rng(child)
             self.idle_streak[child] = 0
-        del self.states[m], self.rngs[m]
-        self.idle_streak.pop(m, None)
-        return report.split.children
+        del self.rngs[parent]
+        self.idle_streak.pop(parent, None)
+        return children
+
+    def partition(self, cohort: str, assignment: Mapping[int, int]) -> tuple[str, ...]:
+        """Split `cohort` now into K children with a given composition (spec E5: the same
+        cohorts at different partition times): client i's record gets reward 1 for child
+        `assignment[i]` and -1 for the others, all explored, so no prediction moves it."""
+        self.engine.tree.set_weights(cohort, self.states[cohort].weights)
+        rec = self.engine.split(cohort, self.states[cohort].round)
+        for client, j in assignment.items():
+            record = self.engine.record(client)
+            for k, child in enumerate(rec.children):
+                record[child] = AffinityEntry(1.0 if k == j else -1.0, None, True)
+        self.requests.clear()
+        return self._spawn(cohort, rec.children)
 
     # ------------------------------------------------------------------ the run
     def evaluate(self) -> CohortEval:
         """Every client on its membership leaf's model (spec 3.8)."""
         return evaluate_cohorts(self, self.progress, self.now)
 
-    def run(self, rounds: int, eval_every: int = 10, max_idle: int = 500) -> History:
+    def run(
+        self,
+        rounds: int,
+        eval_every: int = 10,
+        max_idle: int = 500,
+        history: History | None = None,
+    ) -> History:
         """Train until every leaf has done `rounds` rounds (a leaf idle for `max_idle` steps in
-        a row, nobody online asking for it, stops counting); evaluate every `eval_every`."""
-        history = History()
-        history.append(self.evaluate().point)
+        a row, nobody online asking for it, stops counting); evaluate every `eval_every`.
+        Pass the `history` of an earlier call to continue it."""
+        if history is None:
+            history = History()
+            history.append(self.evaluate().point)
         last_eval = self.progress
         done: set[str] = set()
         while True:
