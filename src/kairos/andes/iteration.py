@@ -22,27 +22,33 @@ def decode_batch(out: SchedulerOutput) -> tuple[str, ...] | None:
 
 
 def iteration_time(latency: LatencyModel, out: SchedulerOutput, regather: bool = True) -> float:
-    """Prefill-only steps cost a prefill over all their tokens; decode steps one decode
+    """Prefill-only steps cost one prefill iteration over their prompts (the linear terms on
+    the summed tokens, attention on each prompt's own length); decode steps one decode
     iteration over the batch's context, plus the regather cost unless `regather` is False
     (the batch is the last iteration's); a mixed (chunked) step a decode iteration plus the
-    prefill chunk's extra compute. Swap copies block the iteration."""
-    decodes = context = longest = prefill = 0  # one pass: the engine calls this every iteration
+    prefill chunks' extra compute, each chunk's attention over its own prompt's cached
+    context. Swap copies block the iteration."""
+    decodes = context = longest = 0  # one pass: the engine calls this every iteration
+    chunks: list[int] = []
+    cached: list[int] = []
     for step in out.steps:
         if step.is_decode:
             decodes += 1
             context += step.request.context_len
             longest = max(longest, step.request.context_len)
         else:
-            prefill += step.tokens
+            chunks.append(step.tokens)
+            cached.append(step.cached)
     t = 0.0
     if decodes:
         t += float(latency.decode_time(decodes, context))
         if regather:
             t += latency.regather_time(decodes * longest)
-        if prefill:
-            t += max(0.0, float(latency.prefill_time(prefill)) - float(latency.prefill_time(1)))
-    elif prefill:
-        t += float(latency.prefill_time(prefill))
+        if chunks:
+            extra = latency.batch_prefill_time(chunks, cached) - float(latency.prefill_time(1))
+            t += max(0.0, extra)
+    elif chunks:
+        t += latency.batch_prefill_time(chunks, cached)
     for r, _ in out.swap_in:
         t += float(latency.swap_time(r.context_len))
     for r, _ in out.swap_out:

@@ -1,9 +1,20 @@
 """Latency models: how long an engine iteration takes, so the scheduler can reason about time.
 
 The scheduler needs four numbers: a decode iteration's time at batch size B with C context
-tokens (`τ(B)`), a prefill's time for T tokens, and the cost of preempting by recompute (a
-prefill of prompt + generated tokens on resume) or by swap (copying the KV cache over PCIe,
-each way). Two implementations share that interface:
+tokens (`τ(B)`), a prefill's time, and the cost of preempting by recompute (a prefill of
+prompt + generated tokens on resume) or by swap (copying the KV cache over PCIe, each way).
+
+Prefill is costed per prompt. The linear layers run once over all the prompts an iteration
+prefills, so their cost (and the fixed per-iteration cost) follows the batch's summed tokens;
+attention is computed within each prompt, so its quadratic term follows each prompt's own
+length: n new tokens after k cached ones (a chunk, or a prompt with a cached prefix) attend
+over `(k + n)^2 - k^2` token pairs (up to the causal 1/2), which adds up over a prompt's
+chunks to the whole prompt's `n^2`. `prefill_time` is one prompt (or chunk) in an iteration
+of its own, elementwise over arrays; `batch_prefill_time` is one iteration prefilling several.
+Costing the quadratic on the batch's summed length instead would charge 100 prompts of 2,000
+tokens like one prompt of 200,000.
+
+Two implementations share that interface:
 
 - `RooflineProfile`: the paper's four deployments (Table 1), built from hardware and model
   constants. A decode step reads all weights and the batch's KV cache (memory-bound) and does
@@ -20,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -48,7 +60,18 @@ class LatencyModel(Protocol):
         self, batch: np.ndarray | float, context_tokens: np.ndarray | float
     ) -> np.ndarray: ...
 
-    def prefill_time(self, tokens: np.ndarray | float) -> np.ndarray: ...
+    def prefill_time(
+        self, tokens: np.ndarray | float, context: np.ndarray | float = 0
+    ) -> np.ndarray:
+        """A prefill iteration of one prompt or chunk: `tokens` new after `context` cached
+        (elementwise over arrays: each one alone)."""
+        ...
+
+    def batch_prefill_time(
+        self, tokens: Sequence[int] | np.ndarray, context: Sequence[int] | np.ndarray | None = None
+    ) -> float:
+        """One iteration prefilling these prompts or chunks together."""
+        ...
 
     def swap_time(self, tokens: np.ndarray | float) -> np.ndarray:
         """One-way copy of a request's KV cache between GPU and host memory."""
@@ -62,7 +85,40 @@ class LatencyModel(Protocol):
         ...
 
 
-class RooflineProfile(BaseModel):
+def attention_pairs(
+    tokens: np.ndarray | float | Sequence[int], context: np.ndarray | float | Sequence[int] = 0
+) -> np.ndarray:
+    """`(k + n)^2 - k^2` for n new tokens after k cached: a prompt's quadratic attention term,
+    which adds up over its chunks to the whole prompt's."""
+    n = np.asarray(tokens, dtype=np.float64)
+    return n * (n + 2.0 * np.asarray(context, dtype=np.float64))
+
+
+class PerPromptPrefill:
+    """Prefill costing shared by the profiles: each supplies `_prefill(tokens, pairs)`, one
+    iteration's time given its summed new tokens and summed attention pairs."""
+
+    def _prefill(self, tokens: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def prefill_time(
+        self, tokens: np.ndarray | float, context: np.ndarray | float = 0
+    ) -> np.ndarray:
+        n = np.asarray(tokens, dtype=np.float64)
+        return np.where(n > 0, self._prefill(n, attention_pairs(n, context)), 0.0)
+
+    def batch_prefill_time(
+        self, tokens: Sequence[int] | np.ndarray, context: Sequence[int] | np.ndarray | None = None
+    ) -> float:
+        n = np.asarray(tokens, dtype=np.float64)
+        total = float(n.sum())
+        if total <= 0:
+            return 0.0
+        pairs = attention_pairs(n, 0 if context is None else context).sum()
+        return float(self._prefill(np.asarray(total), np.asarray(pairs)))
+
+
+class RooflineProfile(PerPromptPrefill, BaseModel):
     """A deployment (model x GPUs) described by its hardware and model constants."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -124,12 +180,14 @@ class RooflineProfile(BaseModel):
         )
         return np.where(b > 0, t, 0.0)
 
-    def prefill_time(self, tokens: np.ndarray | float) -> np.ndarray:
-        n = np.asarray(tokens, dtype=np.float64)
-        flops = 2.0 * self.active_params_b * 1e9 * n + 2.0 * self.n_layers * self.d_model * n * n
+    def _prefill(self, tokens: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+        """Weights' FLOPs on every new token, attention's on each prompt's own pairs."""
+        flops = (
+            2.0 * self.active_params_b * 1e9 * tokens + 2.0 * self.n_layers * self.d_model * pairs
+        )
         t_compute = flops / (self._flops() * self.prefill_flop_efficiency)
         t_mem = self.weight_gb * GB / (self.n_gpus * self.hbm_tb_s * 1e12 * self.memory_efficiency)
-        return np.where(n > 0, self.iteration_overhead_s + np.maximum(t_compute, t_mem), 0.0)
+        return self.iteration_overhead_s + np.maximum(t_compute, t_mem)
 
     def swap_time(self, tokens: np.ndarray | float) -> np.ndarray:
         n = np.asarray(tokens, dtype=np.float64)
@@ -139,10 +197,12 @@ class RooflineProfile(BaseModel):
         return 0.0  # GPU engines (vLLM's paged kernels) attend in place
 
 
-class LinearProfile(BaseModel):
+class LinearProfile(PerPromptPrefill, BaseModel):
     """A latency model fitted to measurements (non-negative least squares).
 
-    decode(B, C) = d0 + d1*B + d2*C;  prefill(T) = p0 + p1*T + p2*T^2;  swap(T) = s1*T.
+    decode(B, C) = d0 + d1*B + d2*C;  swap(T) = s1*T;  a prefill iteration over prompts (or
+    chunks) of n_i new tokens after k_i cached: p0 + p1*sum(n_i) + p2*sum((k_i+n_i)^2 - k_i^2),
+    so one prompt of T tokens costs p0 + p1*T + p2*T^2.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -176,12 +236,19 @@ class LinearProfile(BaseModel):
         t = d0 + d1 * b + d2 * np.asarray(context_tokens, dtype=np.float64)
         return np.where(b > 0, t, 0.0)
 
-    def prefill_time(self, tokens: np.ndarray | float) -> np.ndarray:
+    def _prefill(self, tokens: np.ndarray, pairs: np.ndarray) -> np.ndarray:
         p0, p1, p2 = self.prefill_coef
-        if isinstance(tokens, int | float):
-            return np.asarray(p0 + p1 * tokens + p2 * tokens * tokens if tokens > 0 else 0.0)
-        n = np.asarray(tokens, dtype=np.float64)
-        return np.where(n > 0, p0 + p1 * n + p2 * n * n, 0.0)
+        return p0 + p1 * tokens + p2 * pairs
+
+    def prefill_time(
+        self, tokens: np.ndarray | float, context: np.ndarray | float = 0
+    ) -> np.ndarray:
+        if isinstance(tokens, int | float) and isinstance(context, int | float):
+            # plain numbers (the engine asks every iteration): no array round trip
+            p0, p1, p2 = self.prefill_coef
+            pairs = tokens * (tokens + 2 * context)
+            return np.asarray(p0 + p1 * tokens + p2 * pairs if tokens > 0 else 0.0)
+        return super().prefill_time(tokens, context)
 
     def swap_time(self, tokens: np.ndarray | float) -> np.ndarray:
         return self.swap_s_per_token * np.asarray(tokens, dtype=np.float64)
@@ -207,6 +274,15 @@ class LinearProfile(BaseModel):
         )
 
 
+def prefill_row(
+    tokens: Sequence[int], context: Sequence[int] | None = None, seconds: float = 0.0
+) -> tuple[float, float, float]:
+    """One measured prefill iteration as `fit_profile` reads it: (summed new tokens, summed
+    attention pairs, seconds)."""
+    pairs = attention_pairs(tokens, 0 if context is None else context)
+    return float(np.sum(tokens)), float(pairs.sum()), seconds
+
+
 def fit_profile(
     name: str,
     decode_samples: np.ndarray,
@@ -218,7 +294,10 @@ def fit_profile(
     block_size: int = 16,
     regather_samples: np.ndarray | None = None,
 ) -> LinearProfile:
-    """Fit from decode rows `(batch, context_tokens, s)` and prefill rows `(tokens, s)`.
+    """Fit from decode rows `(batch, context_tokens, s)` and prefill rows: `(tokens, s)` for
+    an iteration of one prompt, or `(tokens, pairs, s)` for one that prefilled several prompts
+    or chunks, with `tokens` their summed new tokens and `pairs` their summed
+    `attention_pairs` (`prefill_row`), so the quadratic is fitted per prompt.
 
     `regather_samples`, rows `(batch, context_tokens, regather_tokens, s)` of decode
     iterations whose batch had just changed, give the regather cost: what they took beyond
@@ -229,12 +308,17 @@ def fit_profile(
         raise ValueError(
             "decode_samples must be rows of (batch, context_tokens, seconds), >= 3 rows"
         )
-    if pre.ndim != 2 or pre.shape[1] != 2 or len(pre) < 3:
-        raise ValueError("prefill_samples must be rows of (tokens, seconds), >= 3 rows")
+    if pre.ndim != 2 or pre.shape[1] not in (2, 3) or len(pre) < 3:
+        raise ValueError(
+            "prefill_samples must be rows of (tokens, seconds) or (tokens, pairs, seconds), "
+            ">= 3 rows"
+        )
+    if pre.shape[1] == 2:  # single prompts: their pairs are tokens^2
+        pre = np.column_stack([pre[:, 0], pre[:, 0] ** 2, pre[:, 1]])
     a_dec = np.column_stack([np.ones(len(dec)), dec[:, 0], dec[:, 1]])
     d_coef, _ = nnls(a_dec, dec[:, 2])
-    a_pre = np.column_stack([np.ones(len(pre)), pre[:, 0], pre[:, 0] ** 2])
-    p_coef, _ = nnls(a_pre, pre[:, 1])
+    a_pre = np.column_stack([np.ones(len(pre)), pre[:, 0], pre[:, 1]])
+    p_coef, _ = nnls(a_pre, pre[:, 2])
     regather = 0.0
     if regather_samples is not None and len(regather_samples):
         g = np.asarray(regather_samples, dtype=np.float64)

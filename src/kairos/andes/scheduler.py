@@ -43,6 +43,7 @@ class ScheduledStep:
     request: Request
     tokens: int  # context tokens computed this iteration
     samples: bool  # completes the context, so a new token is produced
+    cached: int = 0  # context tokens already in the cache (earlier chunks): attention reads them
 
     @property
     def is_decode(self) -> bool:
@@ -245,7 +246,7 @@ class Scheduler:
     def _compose(self, decision: Decision, out: SchedulerOutput) -> None:
         prefilling = [r for r in self.running if r.to_compute > 1 or r.generated == 0]
         if prefilling and not self.policy.chunked_prefill:
-            out.steps = [ScheduledStep(r, r.to_compute, True) for r in prefilling]
+            out.steps = [ScheduledStep(r, r.to_compute, True, r.computed) for r in prefilling]
             return  # vLLM 0.6: a prefill iteration runs alone
         decoding = [r for r in self.running if r.to_compute == 1 and r.generated > 0]
         victims = list(decision.victims) if decision.victims is not None else None
@@ -258,7 +259,7 @@ class Scheduler:
                 continue  # it evicted itself
             self.blocks.grow(r.request_id, r.context_len)
             scheduled.add(r.request_id)
-            steps.append(ScheduledStep(r, 1, True))
+            steps.append(ScheduledStep(r, 1, True, r.computed))
         if self.policy.chunked_prefill:
             chunk = self.policy.chunk_size or self.config.chunk_size
             budget = chunk - len(steps)
@@ -267,7 +268,7 @@ class Scheduler:
                     continue
                 n = min(r.to_compute, budget)
                 budget -= n
-                steps.append(ScheduledStep(r, n, n == r.to_compute))
+                steps.append(ScheduledStep(r, n, n == r.to_compute, r.computed))
         out.steps = steps
 
     def _make_room(

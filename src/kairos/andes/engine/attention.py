@@ -13,8 +13,9 @@ sequence's whole context back through its block table:
   instead of `scaled_dot_product_attention`'s per-head loop over a one-row query, which on a
   CPU took twice as long for the same decode (see benchmarks/bench_engine.py);
 - prefills and prefill chunks run one call each, without padding, so a batch of prompts costs
-  the sum of their lengths (what the latency model and the simulator assume), not
-  `batch x longest` (the loop is the CPU stand-in for a variable-length attention kernel).
+  each prompt's own attention (what the latency model and the simulator assume), neither
+  `batch x longest` nor that of one prompt of their summed length (the loop is the CPU
+  stand-in for a variable-length attention kernel).
 
 Staging. A decode batch gathers every context every layer, although from one decode iteration
 to the next only one token per sequence is new. When an iteration is all decodes of the same

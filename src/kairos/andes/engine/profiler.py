@@ -3,7 +3,8 @@
 The policy reasons with a latency model; on our own engine that model must come from our own
 engine on this machine, not from the paper's GPUs. We time real forward passes: decode
 iterations over a grid of batch sizes and context lengths, prefills over a range of prompt
-lengths, and swap copies, then fit `LinearProfile` (non-negative least squares). The same
+lengths (alone, and several prompts in one iteration, so the fit costs attention per prompt),
+and swap copies, then fit `LinearProfile` (non-negative least squares). The same
 JSON feeds the engine's scheduler and the simulator, which is how the two are compared.
 """
 
@@ -19,7 +20,7 @@ import torch
 
 from kairos.andes.engine.api import QoESpec, SamplingParams
 from kairos.andes.engine.config import EngineConfig
-from kairos.andes.latency import LinearProfile, fit_profile
+from kairos.andes.latency import LinearProfile, fit_profile, prefill_row
 from kairos.andes.policies.fcfs import FCFSPolicy
 from kairos.andes.scheduler import Scheduler, SchedulerConfig
 
@@ -79,8 +80,9 @@ def _timed_steps(engine: LLMEngine, prompts: list[int], steps: int) -> list[tupl
 def measure(
     engine: LLMEngine, *, quick: bool = False, reps: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
-    """Decode rows (batch, context tokens, s), prefill rows (tokens, s), swap s/token, and
-    regather rows (batch, context tokens, batch x longest context, s).
+    """Decode rows (batch, context tokens, s), prefill rows (summed tokens, summed attention
+    pairs, s: `prefill_row`), swap s/token, and regather rows (batch, context tokens,
+    batch x longest context, s).
 
     Times whole `engine.step()` calls on real requests under FCFS (scheduling, input
     preparation, the forward pass, sampling and bookkeeping), because that is what one
@@ -107,7 +109,7 @@ def measure(
     capacity = cfg.num_gpu_blocks * bs
     limit = engine.max_model_len
     dec: list[tuple[float, float, float]] = []
-    pre: list[tuple[float, float]] = []
+    pre: list[tuple[float, float, float]] = []
     regather: list[tuple[float, float, float, float]] = []
     try:
         _timed_steps(engine, [16], 3)  # warm-up
@@ -130,10 +132,10 @@ def measure(
             if t + 2 > min(limit, capacity):
                 continue
             for _ in range(reps):
-                pre.append((t, _timed_steps(engine, [t], 1)[0][2]))
-            if t >= 64:  # several prompts in one prefill iteration cost their sum
+                pre.append(prefill_row([t], seconds=_timed_steps(engine, [t], 1)[0][2]))
+            if t >= 64:  # several prompts in one iteration: linear on the sum, attention each
                 parts = [t // 8, t // 4, t // 4, t - t // 8 - 2 * (t // 4)]
-                pre.append((t, _timed_steps(engine, parts, 1)[0][2]))
+                pre.append(prefill_row(parts, seconds=_timed_steps(engine, parts, 1)[0][2]))
     finally:
         engine.use_latency(saved)
         engine.counters = saved_counters

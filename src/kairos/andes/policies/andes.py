@@ -90,7 +90,9 @@ class AndesPolicy:
         predicted = float(view.latency.decode_time(len(view.running), ctx))
         if self.config.predict_prefill_stall and view.waiting:
             # admitting the head of the queue stalls every running stream for its prefill
-            predicted = max(predicted, float(view.latency.prefill_time(view.waiting[0].to_compute)))
+            head = view.waiting[0]
+            stall = float(view.latency.prefill_time(head.to_compute, head.computed))
+            predicted = max(predicted, stall)
         return max(predicted, view.token_interval_s) > 1.0 / s_max
 
     def decide(self, view: SchedulerView) -> Decision:

@@ -62,7 +62,10 @@ def take_snapshot(view: SchedulerView, prefer_swap: bool) -> Snapshot:
     )
     swap_t = lat.swap_time(ctx)
     recompute_t = lat.prefill_time(ctx)
-    start = np.where(running, 0.0, np.where(swapped, swap_t, lat.prefill_time(ctx - computed)))
+    # a waiting request's start delay: its own prefill (of what it has not computed yet,
+    # attending over what it has), alone in an iteration
+    prefill_t = lat.prefill_time(ctx - computed, computed)
+    start = np.where(running, 0.0, np.where(swapped, swap_t, prefill_t))
     use_swap = (swap_t < recompute_t) if prefer_swap else np.zeros(n, dtype=bool)
     return Snapshot(
         requests=reqs,
