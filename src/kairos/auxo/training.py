@@ -135,7 +135,7 @@ class CohortTraining:
         return min(live, key=lambda c: (self.states[c].now, c))
 
     # ------------------------------------------------------------------ one step
-    def _check_in(self, t: float, round: int) -> None:
+    def check_in(self, t: float, round: int) -> None:
         """Online, free clients without a current request choose a leaf and send it (MATCH)."""
         assert self.runner.availability is not None
         online = self.runner.availability.online(t)
@@ -170,7 +170,7 @@ class CohortTraining:
         if m is None or not self.engine.tree.is_leaf(m):
             raise ValueError(f"cohort {m!r} is not a leaf")
         state = self.states[m]
-        self._check_in(state.now, state.round)
+        self.check_in(state.now, state.round)
         cand = self.requesters(m)
         budget = self.engine.budgets()[m]
         res = self.runner.run_round(state, self.rngs[m], candidates=cand, participants=budget)

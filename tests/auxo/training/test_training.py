@@ -124,7 +124,7 @@ def test_participants_come_from_the_leaf_requesters_only() -> None:
         m = run.next_leaf()
         assert m is not None
         state = run.states[m]
-        run._check_in(state.now, state.round)
+        run.check_in(state.now, state.round)
         asked = set(run.requesters(m).tolist())
         n_reports = len(run.reports)
         run.step(m)
@@ -163,3 +163,21 @@ def test_step_refuses_a_cohort_that_is_not_a_leaf(bad: str) -> None:
     run = CohortTraining(_runner(), _params(), seed=0)
     with pytest.raises(ValueError, match="not a leaf"):
         run.step(bad)
+
+
+def test_a_forced_partition_keeps_its_composition_and_the_parent_model() -> None:
+    # no epsilon-greedy exploration, so every participant trains in its assigned cohort
+    run = CohortTraining(_runner(), _params(k=4, partition_schedule=(), epsilon0=0.0), seed=8)
+    for _ in range(5):
+        run.step()
+    parent = run.states["0"].weights.copy()
+    groups = run.dataset.groups
+    kids = run.partition("0", {i: int(g) for i, g in enumerate(groups)})
+    assert kids == ("0.0", "0.1", "0.2", "0.3") and run.leaves() == list(kids)
+    assert all(np.array_equal(run.states[c].weights, parent) for c in kids)
+    assert sum(run.engine.budgets().values()) == 20
+    run.run(25, eval_every=10)
+    assert np.array_equal(run.memberships(), groups)  # clients stay where they were put
+    for entry in run.log[5:]:
+        members = {c for rep in run.reports if rep.cohort == entry.cohort for c in rep.client_ids}
+        assert {int(groups[c]) for c in members} == {int(entry.cohort[-1])}
