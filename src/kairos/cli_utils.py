@@ -5,13 +5,25 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, Self
 
+import click
 import typer
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.config import ExtraValues
 
 from kairos.report.console import WIDE, make_console
 
-__all__ = ["WIDE", "config_error", "make_console", "parse_assignments", "wide_help"]
+__all__ = [
+    "WIDE",
+    "SettingError",
+    "Settings",
+    "config_error",
+    "make_console",
+    "parse_assignments",
+    "setting_error",
+    "wide_help",
+]
 
 
 def parse_assignments(pairs: list[str] | None, option: str) -> dict[str, Any]:
@@ -53,3 +65,79 @@ def config_error(exc: Exception) -> str:
         shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
         parts.append(f"invalid {where}: {msg}{shown}" if where else f"{msg}{shown}")
     return "; ".join(parts)
+
+
+class SettingError(click.UsageError, ValueError):
+    """A setting a person gave is unknown or of the wrong type. A click usage error, so a
+    command prints it as one line (`Error: ...`, exit 2) instead of a traceback; a ValueError,
+    so code that validates configs catches it as before."""
+
+
+def _type_name(annotation: Any) -> str:
+    name = getattr(annotation, "__name__", None)
+    return name if name and not getattr(annotation, "__args__", None) else str(annotation)
+
+
+def _model_at(model: type[BaseModel], path: list[str]) -> type[BaseModel] | None:
+    """The model a nested key lives in (`point.load_factor` lives in the `point` field's)."""
+    for name in path:
+        field = model.model_fields.get(name)
+        inner = field.annotation if field else None
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            return None
+        model = inner
+    return model
+
+
+def setting_error(exc: ValidationError, model: type[BaseModel], what: str = "setting") -> str:
+    """One line per bad key: an unknown key with the allowed ones, or a value with the type
+    the field expects; never pydantic's multi-line report."""
+    parts = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        key = ".".join(loc)
+        got = err.get("input")
+        owner = _model_at(model, loc[:-1])
+        if err["type"] == "extra_forbidden":
+            allowed = ", ".join(sorted(owner.model_fields)) if owner else "none"
+            parts.append(f"unknown {what} {key!r} (allowed: {allowed})")
+            continue
+        field = owner.model_fields.get(loc[-1]) if owner and loc else None
+        expected = f"expected {_type_name(field.annotation)}: " if field else ""
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        shown = "" if isinstance(got, dict) else f"={got!r}"
+        parts.append(f"invalid {what} {key}{shown}: {expected}{msg}" if key else msg)
+    return "; ".join(parts)
+
+
+class Settings(BaseModel):
+    """A config a person sets key by key (`--set KEY=VALUE`): an unknown key is an error, not
+    silently ignored, and a bad key or value is one `SettingError` line naming the key, the
+    value and what was expected (the allowed keys, or the field's type)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def model_validate(
+        cls,
+        obj: Any,
+        *,
+        strict: bool | None = None,
+        extra: ExtraValues | None = None,
+        from_attributes: bool | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self:
+        try:
+            return super().model_validate(
+                obj,
+                strict=strict,
+                extra=extra,
+                from_attributes=from_attributes,
+                context=context,
+                by_alias=by_alias,
+                by_name=by_name,
+            )
+        except ValidationError as exc:
+            raise SettingError(setting_error(exc, cls)) from None

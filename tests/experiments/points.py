@@ -30,3 +30,20 @@ def noisy_mean(cfg: PointConfig) -> dict[str, Any]:
     rng = np.random.default_rng(cfg.seed)
     sample = rng.normal(cfg.x, 1.0, size=cfg.n)
     return {"x": cfg.x, "mean": float(sample.mean()), "q": sample[:3].tolist()}
+
+
+class FileConfig(BaseModel):
+    """A point that reads a file named in its config (`path`) and one it finds by a fixed name
+    in `folder`, which only its `input_files()` tells the sweep about."""
+
+    path: str
+    folder: str
+
+    def input_files(self) -> list[Path]:
+        return [Path(self.folder, "fixed.txt")]
+
+
+def read_inputs(cfg: FileConfig) -> dict[str, Any]:
+    named = float(Path(cfg.path).read_text())
+    fixed = float(Path(cfg.folder, "fixed.txt").read_text())
+    return {"named": named, "fixed": fixed}

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from kairos.experiments import Sweep, SweepError, grid, point_key
-from tests.experiments.points import PointConfig, noisy_mean
+from tests.experiments.points import FileConfig, PointConfig, noisy_mean, read_inputs
 
 
 def _calls(log: Path) -> list[str]:
@@ -107,3 +107,29 @@ def test_ray_sweep_equals_serial_sweep(tmp_path: Path) -> None:
         assert on_ray.run() == serial and on_ray.computed == 3
     finally:
         ray.shutdown()
+
+
+def test_a_changed_input_file_is_never_served_from_the_cache(tmp_path: Path) -> None:
+    """Issue 17: the cache key hashes the content of every file a point reads, the ones its
+    config names and the ones it declares; the same content is still served from the cache."""
+    named, fixed = tmp_path / "named.txt", tmp_path / "fixed.txt"
+    named.write_text("1")
+    fixed.write_text("10")
+    base = FileConfig(path=str(named), folder=str(tmp_path))
+    cache = tmp_path / "cache"
+
+    def run() -> tuple[dict[str, float], int]:
+        sweep = Sweep(read_inputs, base, [{}], cache_dir=cache, progress=False)
+        (out,) = sweep.run()
+        return out, sweep.computed
+
+    assert run() == ({"named": 1.0, "fixed": 10.0}, 1)
+    assert run() == ({"named": 1.0, "fixed": 10.0}, 0)  # unchanged: cached
+    named.write_text("2")
+    assert run() == ({"named": 2.0, "fixed": 10.0}, 1)
+    fixed.write_text("20")
+    assert run() == ({"named": 2.0, "fixed": 20.0}, 1)
+    assert run() == ({"named": 2.0, "fixed": 20.0}, 0)
+    key = point_key(read_inputs, base)
+    named.write_text("3")
+    assert point_key(read_inputs, base) != key

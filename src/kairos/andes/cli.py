@@ -11,7 +11,7 @@ import typer
 
 from kairos.andes.client.bench_cli import bench_command
 from kairos.andes.serve_cli import serve_command
-from kairos.cli_utils import make_console, parse_assignments
+from kairos.cli_utils import config_error, make_console, parse_assignments
 from kairos.systems import System
 
 console = make_console()
@@ -34,18 +34,39 @@ def register(group: typer.Typer) -> None:
             "llama-3.1-70b"
         ),
         trace: Annotated[
-            Path | None, typer.Option(help="Replay an Azure/Splitwise or BurstGPT CSV")
+            Path | None,
+            typer.Option(help="Replay an Azure/Splitwise or BurstGPT CSV (arrivals and lengths)"),
         ] = None,
-        arrival: Annotated[str, typer.Option(help="cyclic_burst or poisson")] = "cyclic_burst",
+        arrival: Annotated[
+            str | None, typer.Option(help="cyclic_burst (default) or poisson; not with --trace")
+        ] = None,
         rate: Annotated[
-            float | None, typer.Option(help="Average req/s (default: load factor)")
+            float | None, typer.Option(help="Average req/s (default: the load factor's)")
         ] = None,
-        load_factor: Annotated[float, typer.Option(help="Rate as a share of sustainable")] = 0.6,
-        intensity: Annotated[float, typer.Option(help="Burst rate / average rate")] = 2.0,
-        duration: Annotated[float, typer.Option(help="Share of each cycle in burst")] = 0.35,
-        cycle: Annotated[float, typer.Option(help="Cycle length (s)")] = 1200.0,
-        span: Annotated[float, typer.Option(help="Seconds of arrivals to generate")] = 1200.0,
-        dataset: Annotated[str, typer.Option(help="Lengths: sharegpt, arxiv, coding")] = "sharegpt",
+        load_factor: Annotated[
+            float | None,
+            typer.Option(
+                help="Rate as a share of the profile's sustainable rate for the workload's "
+                "lengths (default 0.6; with --trace: the trace's recorded rate)"
+            ),
+        ] = None,
+        intensity: Annotated[
+            float | None, typer.Option(help="Burst rate / average rate (default 2)")
+        ] = None,
+        duration: Annotated[
+            float | None, typer.Option(help="Share of each cycle in burst (default 0.35)")
+        ] = None,
+        cycle: Annotated[float | None, typer.Option(help="Cycle length, s (default 1200)")] = None,
+        span: Annotated[
+            float | None,
+            typer.Option(
+                help="Seconds of arrivals (default 1200; with --trace: the first SPAN s of it, "
+                "default all of it)"
+            ),
+        ] = None,
+        dataset: Annotated[
+            str | None, typer.Option(help="Lengths: sharegpt (default), arxiv, coding")
+        ] = None,
         speeds: Annotated[str, typer.Option(help="reader or listener")] = "reader",
         horizon: Annotated[float | None, typer.Option(help="Andes Δt (s)")] = None,
         andes: Annotated[list[str] | None, typer.Option(help="Andes option KEY=VALUE")] = None,
@@ -53,56 +74,63 @@ def register(group: typer.Typer) -> None:
         out: Annotated[Path, typer.Option(help="Result folder")] = Path("results/andes/simulate"),
     ) -> None:
         """Simulate one policy on one workload and print QoE, TTFT, TDS and queue statistics."""
-        import numpy as np
-
         from kairos.andes.latency import load_profile
         from kairos.andes.policies.registry import make_policy
-        from kairos.andes.qoe import sample_speeds
         from kairos.andes.simulator import simulate
-        from kairos.andes.workload import SimPoint, build_trace
+        from kairos.andes.workload import SimPoint, average_rate, build_trace
+        from kairos.experiments.sweep import file_digest
         from kairos.report import print_table, save_line_plot, write_result
-        from kairos.workloads import TraceFormatError, read_trace
+        from kairos.workloads import TraceFormatError
 
+        generated = {
+            "--arrival": arrival,
+            "--intensity": intensity,
+            "--duration": duration,
+            "--cycle": cycle,
+            "--dataset": dataset,
+        }
+        settings: dict[str, Any] = {
+            "policy": policy,
+            "andes": _andes_overrides(horizon, andes),
+            "profile": profile,
+            "rate": rate,
+            "speeds": speeds,
+            "seed": seed,
+        }
         try:
-            lat = load_profile(profile)
-            pol = make_policy(policy, **_andes_overrides(horizon, andes))
             if trace is not None:
-                tr = read_trace(trace)
-                if rate is not None:
-                    tr = tr.with_rate(rate)
-                sp = sample_speeds(speeds, len(tr), np.random.default_rng(seed))  # type: ignore[arg-type]
-            else:
-                point = SimPoint.model_validate(
-                    dict(
-                        profile=profile,
-                        arrival=arrival,
-                        rate=rate,
-                        load_factor=load_factor,
-                        intensity=intensity,
-                        duration=duration,
-                        cycle_s=cycle,
-                        span_s=span,
-                        dataset=dataset,
-                        speeds=speeds,
-                        seed=seed,
+                given = [k for k, v in generated.items() if v is not None]
+                if given:
+                    raise ValueError(
+                        f"{', '.join(given)}: only for generated arrivals; --trace replays "
+                        "the trace's own (set its rate with --rate or --load-factor)"
                     )
-                )
-                tr, sp = build_trace(point)
+                settings |= {"arrival": "trace", "trace": str(trace)}
+                settings |= {"load_factor": load_factor, "span_s": span}
+            else:
+                settings |= {k.removeprefix("--"): v for k, v in generated.items() if v is not None}
+                settings["cycle_s"] = settings.pop("cycle", 1200.0)
+                if load_factor is not None:
+                    settings["load_factor"] = load_factor
+                if span is not None:
+                    settings["span_s"] = span
+            point = SimPoint.model_validate(settings)
+            lat = load_profile(profile)
+            pol = make_policy(policy, **point.andes)
+            tr, sp = build_trace(point)
         except (ValueError, FileNotFoundError, TraceFormatError) as exc:
-            console.print(f"[red]error:[/red] {exc}")
+            console.print(f"[red]error:[/red] {config_error(exc)}")
             raise typer.Exit(2) from None
         res = simulate(pol, lat, tr, sp)
-        summary = res.summary()
+        summary = res.summary() | {"rate": average_rate(point)}
         print_table([summary], title=f"{policy} on {lat.name}: {len(tr)} requests")
+        config: dict[str, Any] = point.model_dump(mode="json")
+        if trace is not None:
+            config["trace_sha256"] = file_digest(trace.resolve())
         write_result(
             out,
             f"simulate_{policy}",
-            config={
-                "policy": policy,
-                "profile": profile,
-                "trace": str(trace) if trace else arrival,
-                "seed": seed,
-            },
+            config=config,
             rows=[{"qoe": q} for q in res.qoe().tolist()],
             summary=summary,
             seed=seed,

@@ -9,14 +9,16 @@ adds the simulation of a point on top.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, Self
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from kairos.andes.capacity import LOAD_FACTOR, sustainable_rate
-from kairos.andes.latency import DEFAULT_PROFILE, load_profile
+from kairos.andes.latency import DEFAULT_PROFILE, PROFILES, load_profile
 from kairos.andes.qoe import sample_speeds
+from kairos.cli_utils import Settings
 from kairos.sim import RngStreams
 from kairos.workloads import (
     CyclicBurst,
@@ -26,6 +28,7 @@ from kairos.workloads import (
     Trace,
     dataset_lengths,
     read_azure_csv,
+    read_trace,
     synthesize,
 )
 from kairos.workloads.shared import shared_data
@@ -50,36 +53,101 @@ def base_rate(profile: str, dataset: str) -> float:
     return sustainable_rate(load_profile(profile), float(p.mean()), float(o.mean()))
 
 
-class SimPoint(BaseModel):
+@lru_cache(maxsize=8)
+def _read_trace(path: str, _mtime_ns: int, _size: int) -> Trace:
+    return read_trace(path)
+
+
+def trace_file(path: str) -> Trace:
+    """A trace CSV (Azure/Splitwise or BurstGPT), read once per version of the file."""
+    st = Path(path).stat()
+    return _read_trace(str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+
+
+def trace_rate(profile: str, path: str) -> float:
+    """The profile's sustainable request rate for the trace's own mean lengths."""
+    t = trace_file(path)
+    return sustainable_rate(
+        load_profile(profile), float(t.prompt_tokens.mean()), float(t.output_tokens.mean())
+    )
+
+
+class SimPoint(Settings):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     policy: str = "andes"
     andes: dict[str, Any] = Field(default_factory=dict)  # AndesConfig overrides
     profile: str = DEFAULT_PROFILE
     dataset: Literal["sharegpt", "arxiv", "coding", "azure"] = "sharegpt"
-    arrival: Literal["cyclic_burst", "poisson", "azure_trace"] = "cyclic_burst"
-    load_factor: float = Field(LOAD_FACTOR, gt=0)  # average rate / sustainable rate
+    # "trace" replays the CSV at `trace` (arrivals and lengths); "azure_trace" the shared one
+    arrival: Literal["cyclic_burst", "poisson", "azure_trace", "trace"] = "cyclic_burst"
+    trace: str | None = None  # a trace CSV, for arrival "trace"
+    # average rate / sustainable rate; None replays a trace at its recorded rate
+    load_factor: float | None = Field(LOAD_FACTOR, gt=0)
     rate: float | None = Field(None, gt=0)  # explicit average rate (req/s), overrides load_factor
     intensity: float = Field(2.0, ge=1.0)
     duration: float = Field(0.35, gt=0, lt=1)
     cycle_s: float = Field(1200.0, gt=0)
-    span_s: float = Field(1200.0, gt=0)  # arrivals are generated over [0, span_s)
+    # arrivals are generated (or a trace is cut) over [0, span_s); None: the whole trace
+    span_s: float | None = Field(1200.0, gt=0)
     speeds: Literal["reader", "listener"] = "reader"
     seed: int = 0
     collect: bool = False  # also return per-request values (CDFs) and time series
 
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        replay = self.arrival in ("azure_trace", "trace")
+        if (self.arrival == "trace") != (self.trace is not None):
+            raise ValueError(
+                "a trace path goes with arrival 'trace', and arrival 'trace' needs one"
+            )
+        if self.trace is not None and not Path(self.trace).is_file():
+            raise ValueError(f"trace file not found: {self.trace}")
+        if not replay and self.load_factor is None and self.rate is None:
+            raise ValueError("a generated workload needs a load_factor or a rate")
+        if not replay and self.span_s is None:
+            raise ValueError("a generated workload needs span_s")
+        return self
+
+    def input_files(self) -> list[Path]:
+        """Every file this point reads, so a sweep's cache key can hash their contents."""
+        files = [Path(self.trace)] if self.trace else []
+        if self.arrival == "azure_trace" or self.dataset == "azure":
+            files.append(shared_data("azure_llm_conv_1h.csv"))
+        if self.dataset == "arxiv":
+            files.append(shared_data("arxiv_summarization_lengths.csv"))
+        if self.profile not in PROFILES:
+            files.append(Path(self.profile))
+        return [f for f in files if f.is_file()]
+
+
+def _replayed(p: SimPoint) -> Trace:
+    if p.trace is not None:
+        return trace_file(p.trace)
+    return read_azure_csv(shared_data("azure_llm_conv_1h.csv"))
+
 
 def average_rate(p: SimPoint) -> float:
-    return p.rate if p.rate is not None else p.load_factor * base_rate(p.profile, p.dataset)
+    if p.rate is not None:
+        return p.rate
+    if p.load_factor is None:
+        return _replayed(p).mean_rate
+    if p.trace is not None:
+        return p.load_factor * trace_rate(p.profile, p.trace)
+    return p.load_factor * base_rate(p.profile, p.dataset)
 
 
 def build_trace(p: SimPoint) -> tuple[Trace, np.ndarray]:
     rng = RngStreams(p.seed)
     rate = average_rate(p)
-    if p.arrival == "azure_trace":
-        trace = read_azure_csv(shared_data("azure_llm_conv_1h.csv")).with_rate(rate)
-        trace = trace.window(0.0, p.span_s)
+    if p.arrival in ("azure_trace", "trace"):
+        trace = _replayed(p)
+        if p.rate is not None or p.load_factor is not None:
+            trace = trace.with_rate(rate)
+        if p.span_s is not None:
+            trace = trace.window(0.0, p.span_s)
     else:
+        assert p.span_s is not None  # checked by the model
         process = (
             Poisson(rate=rate)
             if p.arrival == "poisson"

@@ -1,9 +1,11 @@
 """Parameter sweeps that run in parallel, cache every finished point, and resume.
 
 A point is a base config with some fields updated. Its cache key hashes the function's
-qualified name, the point's full config JSON and the kairos source code, so neither a changed
-parameter nor changed code ever reuses a stale result, while an interrupted sweep picks up
-exactly where it stopped. Point functions must be
+qualified name, the point's full config JSON, the kairos source code and the content of every
+file the point reads (any config string naming an existing file, and whatever the config's
+`input_files()` declares, such as shared data it reads by a fixed name), so neither a changed
+parameter, changed code nor a changed input file ever reuses a stale result, while an
+interrupted sweep picks up exactly where it stopped. Point functions must be
 module-level (picklable) and deterministic given their config (seeds live in the config), which
 is what makes a parallel sweep equal a serial one.
 """
@@ -16,7 +18,8 @@ import itertools
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -54,8 +57,57 @@ def code_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _strings(v)
+
+
+def input_files(config: BaseModel) -> list[Path]:
+    """The files a point reads: the config's `input_files()` if it declares them, and every
+    string in the config that names an existing file."""
+    declared = getattr(config, "input_files", None)
+    files = {Path(f) for f in declared()} if callable(declared) else set()
+    for text in _strings(config.model_dump(mode="json")):
+        if 0 < len(text) < 4096 and "\n" not in text:
+            try:
+                if Path(text).is_file():
+                    files.add(Path(text))
+            except (OSError, ValueError):
+                continue  # not a path this system can stat
+    return sorted(f.resolve() for f in files)
+
+
+@functools.lru_cache(maxsize=256)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """The content hash of a file, computed once per version (modification time and size),
+    except that a file modified in the last few seconds is hashed afresh: a second write
+    within the file system's timestamp granularity could keep both."""
+    st = path.stat()
+    if time.time() - st.st_mtime < 2.0:
+        return _file_digest.__wrapped__(str(path), st.st_mtime_ns, st.st_size)
+    return _file_digest(str(path), st.st_mtime_ns, st.st_size)
+
+
 def point_key(fn: Callable[..., Any], config: BaseModel) -> str:
-    ident = f"{fn.__module__}.{fn.__qualname__}\n{config.model_dump_json()}\n{code_fingerprint()}"
+    inputs = "".join(f"{f}:{file_digest(f)}\n" for f in input_files(config))
+    ident = (
+        f"{fn.__module__}.{fn.__qualname__}\n{config.model_dump_json()}\n"
+        f"{code_fingerprint()}\n{inputs}"
+    )
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
 

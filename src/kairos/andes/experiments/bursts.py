@@ -1,3 +1,4 @@
+# ruff: noqa: RUF012  (Settings is a pydantic model: its list defaults are copied per instance)
 """Experiments on the cyclic burst pattern: E2 (intensity), the capacity table, E3 (duration),
 E5 (refiner ablation), the guard ablation of spec section 10, E7 (Δt) and E8 (Poisson)."""
 
@@ -6,13 +7,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel
-
 import kairos.andes.experiments.paper as paper
 from kairos.andes.capacity import capacity
 from kairos.andes.experiments.common import BASELINES, plot_metric, policy_sweep
 from kairos.andes.experiments.workload import SimPoint, base_rate
 from kairos.andes.latency import DEFAULT_PROFILE, PROFILES
+from kairos.cli_utils import Settings
 from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
 from kairos.report import save_line_plot
@@ -20,7 +20,7 @@ from kairos.report import save_line_plot
 ALL_PROFILES = list(PROFILES)
 
 
-class IntensityConfig(BaseModel):
+class IntensityConfig(Settings):
     profiles: list[str] = ALL_PROFILES
     intensities: list[float] = [1.0, 1.4, 1.8, 2.0, 2.2, 2.5, 2.8]
     policies: list[str] = list(BASELINES)
@@ -84,7 +84,7 @@ def _ratios(
     return {x: by[(x, num)] / by[(x, den)] for (x, p) in by if p == num and by.get((x, den))}
 
 
-class CapacityConfig(BaseModel):
+class CapacityConfig(Settings):
     profiles: list[str] = ALL_PROFILES
     load_factors: list[float] = [0.05, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8]
     targets: list[float] = [0.95, 0.96, 0.97, 0.98, 0.99]
@@ -137,7 +137,7 @@ def capacity_table(cfg: CapacityConfig, ctx: ExperimentContext) -> list[dict[str
     return rows
 
 
-class DurationConfig(BaseModel):
+class DurationConfig(Settings):
     profile: str = DEFAULT_PROFILE
     durations: list[float] = [0.15, 0.25, 0.35, 0.45]
     policies: list[str] = list(BASELINES)
@@ -236,7 +236,7 @@ GUARDS: dict[str, dict[str, Any]] = {
 }
 
 
-class AblationConfig(BaseModel):
+class AblationConfig(Settings):
     profile: str = DEFAULT_PROFILE
     intensities: list[float] = [2.0, 2.5, 2.8]
     seeds: list[int] = [0]
@@ -284,7 +284,7 @@ def ablation(cfg: AblationConfig, ctx: ExperimentContext) -> list[dict[str, Any]
     return rows
 
 
-class HorizonConfig(BaseModel):
+class HorizonConfig(Settings):
     profile: str = DEFAULT_PROFILE
     horizons: list[float] = [1.0, 2.0, 5.0, 10.0, 20.0, 40.0]
     seeds: list[int] = [0]
@@ -334,7 +334,7 @@ def e7(cfg: HorizonConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     return rows
 
 
-class PoissonConfig(BaseModel):
+class PoissonConfig(Settings):
     profile: str = DEFAULT_PROFILE
     load_factors: list[float] = [0.4, 0.6, 0.8, 1.0, 1.2]
     policies: list[str] = list(BASELINES)

@@ -1,3 +1,4 @@
+# ruff: noqa: RUF012  (Settings is a pydantic model: its list defaults are copied per instance)
 """E1 (QoE cases), E4 (real trace), E6 (greedy vs DP), E9 (voice), E10 (objectives),
 E11 (ideal vs realised gain)."""
 
@@ -7,13 +8,14 @@ import math
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import Field
 
 import kairos.andes.experiments.paper as paper
 from kairos.andes.experiments.common import plot_metric, policy_sweep
 from kairos.andes.experiments.workload import SimPoint, run_point
 from kairos.andes.latency import DEFAULT_PROFILE
 from kairos.andes.qoe import READER_SPEEDS, qoe_at
+from kairos.cli_utils import Settings
 from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
 from kairos.report import save_cdf_plot, save_line_plot, summarize
@@ -27,7 +29,7 @@ QOE_CASES: dict[str, list[float]] = {
 }
 
 
-class NoConfig(BaseModel):
+class NoConfig(Settings):
     pass
 
 
@@ -55,14 +57,40 @@ def e1(cfg: NoConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     return rows
 
 
-class TraceConfig(BaseModel):
+class TraceConfig(Settings):
     profile: str = DEFAULT_PROFILE
     span_s: float = 3600.0
     policies: list[str] = ["fcfs", "andes"]
+    # a trace CSV (Azure/Splitwise or BurstGPT) to replay instead of the shared Azure
+    # conversation trace: its arrivals and lengths, rescaled to `load_factor` x the profile's
+    # sustainable rate for its own mean lengths
+    trace: str | None = None
+    load_factor: float = Field(1.0, gt=0)
     # the trace's own bursts (minute rates 0.6x-1.5x its mean) at the profile's capacity
-    point: SimPoint = SimPoint(
-        arrival="azure_trace", dataset="azure", load_factor=1.0, collect=True
-    )
+    point: SimPoint = SimPoint(arrival="azure_trace", dataset="azure", collect=True)
+
+    def base(self) -> SimPoint:
+        update: dict[str, Any] = {
+            "profile": self.profile,
+            "span_s": self.span_s,
+            "load_factor": self.load_factor,
+        }
+        if self.trace is not None:
+            update |= {"arrival": "trace", "trace": self.trace}
+        # validated again: a trace path is checked like any other setting
+        return SimPoint.model_validate(self.point.model_dump() | update)
+
+
+def aligned_series(
+    results: list[dict[str, Any]], policies: list[str], name: str
+) -> tuple[list[float], dict[str, list[float]]]:
+    """Every policy's per-second series on the longest run's time axis; a run that ended
+    earlier has nothing (NaN) after its end."""
+    time = max((r["series"]["time"] for r in results), key=len)
+    return time, {
+        p: [*r["series"][name], *([math.nan] * (len(time) - len(r["series"][name])))]
+        for p, r in zip(policies, results, strict=True)
+    }
 
 
 @experiment(
@@ -73,7 +101,7 @@ class TraceConfig(BaseModel):
     quick={"span_s": 1200.0},
 )
 def e4(cfg: TraceConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
-    base = cfg.point.model_copy(update={"profile": cfg.profile, "span_s": cfg.span_s})
+    base = cfg.base()
     results = ctx.sweep(run_point, base, [{"policy": p} for p in cfg.policies], "e4")
     rows: list[dict[str, Any]] = []
     for pol, res in zip(cfg.policies, results, strict=True):
@@ -102,14 +130,11 @@ def e4(cfg: TraceConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
             xlabel=label,
         )
     for series in ("waiting", "kv_usage", "running"):
-        first = results[0]["series"]
+        time, lines = aligned_series(results, cfg.policies, series)
         save_line_plot(
             ctx.out_dir / f"e4_{series}.png",
-            first["time"],
-            {
-                p: r["series"][series][: len(first["time"])]
-                for p, r in zip(cfg.policies, results, strict=True)
-            },
+            time,
+            lines,
             xlabel="time (s)",
             ylabel=series,
             title=f"E4 {series}",
@@ -123,11 +148,11 @@ def e4(cfg: TraceConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
             "tds_change": a["avg_tds"] / f["avg_tds"] - 1,
             "peak_queue_reduction": 1 - a["peak_waiting"] / max(f["peak_waiting"], 1),
         }
-    publish(ctx, "e4", cfg, rows, "E4: Azure conversation trace", summary)
+    publish(ctx, "e4", cfg, rows, f"E4: {base.trace or 'Azure conversation'} trace", summary)
     return rows
 
 
-class SolverConfig(BaseModel):
+class SolverConfig(Settings):
     profile: str = DEFAULT_PROFILE
     intensities: list[float] = [2.0, 2.4, 2.8]
     seeds: list[int] = [0]
@@ -168,7 +193,7 @@ def e6(cfg: SolverConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     return rows
 
 
-class VoiceConfig(BaseModel):
+class VoiceConfig(Settings):
     profile: str = DEFAULT_PROFILE
     intensities: list[float] = [1.0, 1.5, 2.0, 2.4, 2.8]
     policies: list[str] = ["fcfs", "andes"]
@@ -215,7 +240,7 @@ def e9(cfg: VoiceConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     return rows
 
 
-class ObjectivesConfig(BaseModel):
+class ObjectivesConfig(Settings):
     profile: str = DEFAULT_PROFILE
     intensities: list[float] = [2.0, 2.8]
     seeds: list[int] = [0]
@@ -255,7 +280,7 @@ def e10(cfg: ObjectivesConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     return rows
 
 
-class GainConfig(BaseModel):
+class GainConfig(Settings):
     profile: str = DEFAULT_PROFILE
     load_factors: list[float] = [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6]
     point: SimPoint = SimPoint()

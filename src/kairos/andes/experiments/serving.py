@@ -1,3 +1,4 @@
+# ruff: noqa: RUF012  (Settings is a pydantic model: its list defaults are copied per instance)
 """The real stack against its own simulator: `kairos bench` on `kairos serve`, fcfs vs andes.
 
 1. Measure the engine on this machine (`kairos andes profile`) and size the workload to the
@@ -26,14 +27,15 @@ from typing import Any
 
 import httpx
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from kairos.cli_utils import Settings
 from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
 from kairos.report import save_cdf_plot
 
 
-class ServingConfig(BaseModel):
+class ServingConfig(Settings):
     policies: list[str] = ["fcfs", "andes"]
     num_gpu_blocks: int = 64  # a small KV cache: the memory-bound regime of the paper
     num_cpu_blocks: int = 256

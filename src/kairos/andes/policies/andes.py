@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt
 
 from kairos.andes.gain import serve_wait_gain
 from kairos.andes.policies.exact import solve_exact_all
@@ -36,11 +36,12 @@ from kairos.andes.policy import (
     fcfs_order,
     newest_first,
 )
+from kairos.cli_utils import Settings
 
 Objective = Literal["average", "max_min", "perfect"]
 
 
-class AndesConfig(BaseModel):
+class AndesConfig(Settings):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     horizon_s: PositiveFloat = 10.0  # Δt

@@ -41,6 +41,6 @@ def policy_names() -> tuple[str, ...]:
 
 def make_policy(name: str, **andes_overrides: Any) -> Policy:
     """A fresh policy object (policies keep small per-run state, so never share one)."""
-    cfg = AndesConfig(**andes_overrides) if andes_overrides else None
+    cfg = AndesConfig.model_validate(andes_overrides) if andes_overrides else None
     policy: Policy = POLICIES.create("andes", name, cfg)
     return policy
