@@ -1,0 +1,367 @@
+"""Auxo as a Flower strategy: cohorts over any Flower base strategy (issue 16, spec 2-3, 3.10).
+
+`AuxoStrategy` wraps a Flower Message-API strategy (FedAvg by default; FedProx, FedAdam,
+FedYogi, ... unchanged). Every leaf cohort gets its own instance of it, which sees only the
+nodes matched to that cohort (`CohortGrid`) and only that cohort's model. Each round:
+
+1. check-in: a `checkin_fraction` sample of nodes is asked for its affinity request; every
+   client learns the current tree, catches up on reward inheritance and picks a leaf by
+   decaying epsilon-greedy from the record in its own Flower state; MATCH (spec 3.7) maps the
+   request to a leaf;
+2. per leaf, SELECT up to the leaf's budget P_total/M of its requesters; the cohort's base
+   strategy configures training on that view, from the cohort's parameters;
+3. per leaf, the base strategy aggregates its own replies; Auxo then clusters the updates
+   (w_sent - w_local, which the server already has), computes rewards and decides a split,
+   all in `AuxoEngine` fed with the round's *claimed* L and R only: the engine's record
+   table is emptied after each cohort-round, so the server keeps no per-client state
+   (spec 3.10). A split gives every child the parent's exact parameters and a deep copy of
+   the parent's strategy (server-optimizer state included);
+4. feedback: every participant receives dR, its new L and the tree, and updates its own
+   record (exploit, explore by tree distance, inheritance).
+Evaluation sends every leaf model to a node; the node scores the cohort it belongs to (its
+highest reward) on its own test split and says which that was, so membership is read from the
+clients, never kept on the server.
+
+A Flower user's change is small: wrap the strategy and add the Auxo handlers to the client.
+
+    strategy = AuxoStrategy(FedAdam(fraction_evaluate=0.0), AuxoParams(p_total=40, ...))
+    strategy.start(grid, initial_arrays, num_rounds=strategy.params.total_rounds)
+    client_app = auxo_client_app(recipe, model, strategy.params)  # or add its four handlers
+
+Where Flower's model departs from the paper's (spec 2.3, 3.8): cohorts advance in lockstep,
+one Flower round for all of them, not on their own virtual clocks; the server samples which
+clients check in (Flower pushes messages to nodes) rather than clients arriving with
+affinity requests when they come online; no over-commitment (the simulation has no
+stragglers); and feedback reaches only this round's participants, the others learn about a
+split at their next check-in (rewards then inherit the same way, as their parent entry has
+not changed in between).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from logging import INFO
+
+import numpy as np
+from flwr.app import (
+    ArrayRecord,
+    ConfigRecord,
+    ConfigRecordValues,
+    Message,
+    MessageType,
+    MetricRecord,
+    MetricRecordValues,
+    RecordDict,
+)
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import FedAvg, Result, Strategy
+from flwr.serverapp.strategy.strategy_utils import aggregate_metricrecords
+from flwr.supercore import log
+
+from kairos.auxo.engine import AuxoEngine, RoundReport
+from kairos.auxo.integrations.flower_cohort import CohortGrid, CohortSlot, min_nodes
+from kairos.auxo.integrations.flower_records import (
+    ARRAYS_PREFIX,
+    AUXO,
+    CHECKIN,
+    COHORT,
+    FEEDBACK,
+    NO_LABEL,
+    auxo_config,
+    encode_splits,
+    flatten,
+    float_field,
+    int_field,
+    str_field,
+)
+from kairos.auxo.matching import AffinityRequest, match
+from kairos.auxo.params import AuxoParams
+from kairos.auxo.rewards import AffinityEntry
+from kairos.auxo.tree import ROOT, SplitRecord
+
+
+@dataclass
+class RoundLog:
+    """What one round did, per cohort (node ids are Flower's, clients are partition ids)."""
+
+    round: int
+    leaves: list[str]
+    budgets: dict[str, int]
+    requests: dict[str, list[int]] = field(default_factory=dict)  # leaf -> requesting nodes
+    views: dict[str, list[int]] = field(default_factory=dict)  # leaf -> nodes its base saw
+    replies: dict[str, list[int]] = field(default_factory=dict)  # leaf -> nodes it aggregated
+    reports: dict[str, RoundReport] = field(default_factory=dict)
+    splits: list[SplitRecord] = field(default_factory=list)
+    feedback_acks: int = 0
+
+
+class AuxoStrategy(Strategy):
+    """Auxo's cohort coordinator and cohort processes as one Flower strategy."""
+
+    def __init__(
+        self,
+        base: Strategy | None = None,
+        params: AuxoParams | None = None,
+        *,
+        checkin_fraction: float = 1.0,
+        eval_every: int = 0,
+        seed: int = 0,
+    ) -> None:
+        if not 0.0 < checkin_fraction <= 1.0:
+            raise ValueError("checkin_fraction must be in (0, 1]")
+        self.base = base if base is not None else FedAvg(fraction_evaluate=0.0)
+        self.params = params if params is not None else AuxoParams()
+        self.checkin_fraction = checkin_fraction
+        self.eval_every = eval_every  # 0: evaluate after the last round only
+        self.seed = seed
+        self.engine = AuxoEngine(self.params, seed=seed)
+        self.cohorts: dict[str, CohortSlot] = {}
+        self.history: list[RoundLog] = []
+        self.membership: dict[int, str] = {}  # client -> its cohort, from the last evaluation
+        self.evaluations: dict[int, dict[str, MetricRecord]] = {}
+        self._num_rounds = self.params.total_rounds
+        self._timeout: float | None = None
+        self._grid: Grid | None = None
+        self._requests: dict[int, AffinityRequest] = {}  # node -> this round's request
+        self._assigned: dict[int, str] = {}
+        self._sent: dict[str, ArrayRecord] = {}
+
+    # ------------------------------------------------------------------------ Flower API
+    def summary(self) -> None:
+        log(INFO, "\t├──> Auxo cohorts over %s", type(self.base).__name__)
+        log(INFO, "\t└──> %s", self.params.model_dump(exclude_defaults=True))
+
+    def start(
+        self,
+        grid: Grid,
+        initial_arrays: ArrayRecord,
+        num_rounds: int = 3,
+        timeout: float = 3600,
+        train_config: ConfigRecord | None = None,
+        evaluate_config: ConfigRecord | None = None,
+        evaluate_fn: Callable[[int, ArrayRecord], MetricRecord | None] | None = None,
+    ) -> Result:
+        """Flower's round loop; Auxo's round fractions need `num_rounds == total_rounds`."""
+        if num_rounds != self.params.total_rounds:
+            raise ValueError(
+                f"num_rounds={num_rounds} but params.total_rounds={self.params.total_rounds}; "
+                "Auxo's timing rules are fractions of the total"
+            )
+        self._num_rounds, self._timeout = num_rounds, timeout
+        return super().start(
+            grid, initial_arrays, num_rounds, timeout, train_config, evaluate_config, evaluate_fn
+        )
+
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        if not self.cohorts:
+            self.cohorts[ROOT] = CohortSlot(copy.deepcopy(self.base), arrays)  # base: a template
+        self._grid = grid
+        self._requests, self._assigned, self._sent = self._checkin(server_round, grid), {}, {}
+        tree = self.engine.tree
+        record = RoundLog(server_round, tree.leaves(), self.engine.budgets())
+        self.history.append(record)
+        rng = np.random.default_rng([self.seed, 5, server_round])
+        for node in sorted(self._requests, key=self._client_of):  # client order, not node ids
+            leaf = match(self._requests[node], tree, rng)
+            if leaf is not None:
+                record.requests.setdefault(leaf, []).append(node)
+        messages: list[Message] = []
+        for leaf in record.leaves:
+            slot = self.cohorts[leaf]
+            asked = record.requests.get(leaf, [])
+            take = min(record.budgets[leaf], len(asked))
+            chosen = _sample(asked, take, rng)
+            if len(chosen) < min_nodes(slot.strategy):
+                continue  # too few requesters this round: the cohort sits it out
+            cohort_config = ConfigRecord(dict(config))
+            cohort_config[COHORT] = leaf
+            view = CohortGrid(grid, chosen)
+            record.views[leaf] = sorted(chosen)
+            out = list(
+                slot.strategy.configure_train(server_round, slot.arrays, cohort_config, view)
+            )
+            for msg in out:
+                self._assigned[msg.metadata.dst_node_id] = leaf
+            self._sent[leaf] = slot.arrays
+            messages.extend(out)
+        return messages
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        groups: dict[str, list[Message]] = defaultdict(list)
+        # replies in client order: Ray returns them as actors finish, and k-means++ seeding
+        # and the base's summation depend on the order, so a run would depend on scheduling
+        for msg in sorted(replies, key=lambda m: self._client_of(m.metadata.src_node_id)):
+            leaf = self._assigned.get(msg.metadata.src_node_id)
+            if leaf is not None:
+                groups[leaf].append(msg)
+        record = self.history[-1]
+        metrics: dict[str, MetricRecordValues] = {}
+        feedback: list[tuple[int, str, int, float, str]] = []
+        for leaf in sorted(groups):
+            slot = self.cohorts[leaf]
+            record.replies[leaf] = sorted(m.metadata.src_node_id for m in groups[leaf])
+            new_arrays, cohort_metrics = slot.strategy.aggregate_train(server_round, groups[leaf])
+            slot.round_local += 1
+            if new_arrays is not None:
+                slot.arrays = new_arrays
+            for key, value in (cohort_metrics or {}).items():
+                if isinstance(value, int | float):
+                    metrics[f"{key}/{leaf}"] = value
+            valid = [m for m in groups[leaf] if not m.has_error()]
+            if not valid:
+                continue
+            before = encode_splits(s.parent for s in self.engine.tree.splits)
+            report = self._observe(leaf, slot, valid)
+            record.reports[leaf] = report
+            deltas = report.deltas or (float("nan"),) * len(valid)
+            for msg, label, delta in zip(valid, report.labels, deltas, strict=True):
+                feedback.append((msg.metadata.src_node_id, leaf, label, delta, before))
+            if report.split is not None:
+                record.splits.append(report.split)
+                for child in report.split.children:
+                    self.cohorts[child] = slot.child()
+        record.feedback_acks = self._send_feedback(feedback)
+        metrics["auxo-leaves"] = self.engine.tree.m
+        return self._merged_arrays(), MetricRecord(metrics)
+
+    def configure_evaluate(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        last = server_round == self._num_rounds
+        if not (last or (self.eval_every and server_round % self.eval_every == 0)):
+            return []
+        content = RecordDict(
+            {ARRAYS_PREFIX + leaf: self.cohorts[leaf].arrays for leaf in self.engine.tree.leaves()}
+        )
+        content[AUXO] = ConfigRecord({"splits": self._splits()})
+        return [
+            Message(content=content, message_type=MessageType.EVALUATE, dst_node_id=node)
+            for node in sorted(grid.get_node_ids())
+        ]
+
+    def aggregate_evaluate(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> MetricRecord | None:
+        valid = [m for m in replies if not m.has_error()]
+        if not valid:
+            return None
+        groups: dict[str, list[Message]] = defaultdict(list)
+        membership: dict[int, str] = {}
+        for msg in valid:
+            choice = auxo_config(msg.content)
+            leaf = str_field(choice, "cohort")
+            groups[leaf].append(msg)
+            membership[int_field(choice, "client")] = leaf
+        self.membership = membership
+        per_cohort: dict[str, MetricRecord] = {}
+        for leaf, group in sorted(groups.items()):
+            result = self.cohorts[leaf].strategy.aggregate_evaluate(server_round, group)
+            if result is not None:
+                per_cohort[leaf] = result
+        overall = aggregate_metricrecords([m.content for m in valid], "num-examples")
+        self.evaluations[server_round] = {"all": overall, **per_cohort}
+        return overall
+
+    # -------------------------------------------------------------------------- helpers
+    def _splits(self) -> str:
+        return encode_splits(s.parent for s in self.engine.tree.splits)
+
+    def _checkin(self, server_round: int, grid: Grid) -> dict[int, AffinityRequest]:
+        """Ask a sample of nodes for their affinity requests (stage 0, MATCH's input)."""
+        nodes = self._wait_for_nodes(grid)
+        size = max(1, round(self.checkin_fraction * len(nodes)))
+        rng = np.random.default_rng([self.seed, 4, server_round])
+        online = _sample(nodes, size, rng)
+        config = ConfigRecord({"round": server_round, "splits": self._splits()})
+        content = RecordDict({AUXO: config})
+        asks = [Message(content=content, message_type=CHECKIN, dst_node_id=n) for n in online]
+        out: dict[int, AffinityRequest] = {}
+        for reply in grid.send_and_receive(asks, timeout=self._timeout):
+            if reply.has_error():
+                continue
+            cfg = auxo_config(reply.content)
+            label = int_field(cfg, "label")
+            out[reply.metadata.src_node_id] = AffinityRequest(
+                int_field(cfg, "client"),
+                str_field(cfg, "cohort"),
+                None if label == NO_LABEL else label,
+                float_field(cfg, "reward"),
+            )
+        return out
+
+    def _client_of(self, node: int) -> int:
+        """The client id a node claimed at check-in (Flower's node ids are random per run)."""
+        request = self._requests.get(node)
+        return -1 if request is None else request.client_id
+
+    def _wait_for_nodes(self, grid: Grid) -> list[int]:
+        """Wait, as Flower's `sample_nodes` does, until the federation has connected.
+
+        The population is `params.n_clients` when given (the n_min rule needs it anyway),
+        else the base strategy's minimum.
+        """
+        need = self.params.n_clients or min_nodes(self.base)
+        while len(nodes := sorted(grid.get_node_ids())) < need:
+            log(INFO, "Auxo: waiting for nodes (%d of %d connected)", len(nodes), need)
+            time.sleep(1.0)
+        return nodes
+
+    def _observe(self, leaf: str, slot: CohortSlot, replies: list[Message]) -> RoundReport:
+        """Stage 4 through `AuxoEngine`, fed only this round's claimed L and R."""
+        sent = flatten(self._sent[leaf])
+        clients, updates = [], []
+        for msg in replies:
+            claim = self._requests[msg.metadata.src_node_id]
+            clients.append(claim.client_id)
+            (arrays,) = msg.content.array_records.values()
+            updates.append(sent - flatten(arrays))
+            entry = {}
+            if claim.cohort_id == leaf:  # claims are about the cohort asked for
+                entry[leaf] = AffinityEntry(claim.reward or 0.0, claim.label, False)
+            self.engine.records[claim.client_id] = entry
+        try:
+            return self.engine.observe(leaf, slot.round_local, clients, np.stack(updates))
+        finally:
+            self.engine.records.clear()  # soft state: nothing per client outlives the round
+
+    def _send_feedback(self, feedback: list[tuple[int, str, int, float, str]]) -> int:
+        """AffinityFeedback to every participant; returns how many applied it."""
+        if not feedback or self._grid is None:
+            return 0
+        after = self._splits()
+        messages = []
+        for node, leaf, label, delta, before in feedback:
+            fields: dict[str, ConfigRecordValues] = {
+                "cohort": leaf,
+                "label": label,
+                "delta": delta,
+                "before": before,
+                "after": after,
+            }
+            content = RecordDict({AUXO: ConfigRecord(fields)})
+            messages.append(Message(content=content, message_type=FEEDBACK, dst_node_id=node))
+        acks = self._grid.send_and_receive(messages, timeout=self._timeout)
+        return sum(1 for m in acks if not m.has_error())
+
+    def _merged_arrays(self) -> ArrayRecord:
+        """Every leaf's parameters in one record, keys `<cohort>/<key>` (Flower's Result)."""
+        merged = {}
+        for leaf in self.engine.tree.leaves():
+            for key, array in self.cohorts[leaf].arrays.items():
+                merged[f"{leaf}/{key}"] = array
+        return ArrayRecord(array_dict=merged)
+
+
+def _sample(nodes: list[int], size: int, rng: np.random.Generator) -> list[int]:
+    """`size` distinct nodes, drawn by index (Flower's 64-bit ids do not fit numpy ints),
+    kept in the order given."""
+    picked = rng.choice(len(nodes), size=size, replace=False)
+    return [nodes[int(i)] for i in sorted(picked)]

@@ -1,0 +1,53 @@
+"""Run an `AuxoStrategy` under Flower's own simulation engine (`run_simulation`, Ray backend).
+
+The ServerApp runs the strategy's round loop in a thread of this process, so the strategy
+object passed in holds the outcome afterwards (tree, history, membership, evaluations). The
+ClientApps run in Ray actors: `num_cpus` Ray CPUs, `client_cpus` per actor. Flower's Ray
+backend starts Ray when it is not running and shuts it down when the run ends.
+"""
+
+from __future__ import annotations
+
+from flwr.app import Context
+from flwr.serverapp import Grid, ServerApp
+from flwr.serverapp.strategy import Result
+from flwr.simulation import run_simulation
+
+from kairos.auxo.integrations.flower import AuxoStrategy
+from kairos.auxo.integrations.flower_client import FederatedRecipe, auxo_client_app, initial_arrays
+from kairos.fl.learning import LocalConfig, Model
+
+
+def run_auxo_simulation(
+    strategy: AuxoStrategy,
+    recipe: FederatedRecipe,
+    model: Model,
+    local: LocalConfig | None = None,
+    *,
+    seed: int = 0,
+    num_cpus: int = 2,
+    client_cpus: float = 1.0,
+) -> Result:
+    """Train `recipe`'s clients with Auxo for `strategy.params.total_rounds` Flower rounds."""
+    local = local or LocalConfig()
+    results: list[Result] = []
+    server = ServerApp()
+
+    @server.main()
+    def main(grid: Grid, context: Context) -> None:
+        arrays = initial_arrays(model, seed)
+        results.append(strategy.start(grid, arrays, num_rounds=strategy.params.total_rounds))
+
+    client = auxo_client_app(recipe, model, strategy.params, local, seed)
+    run_simulation(
+        server_app=server,
+        client_app=client,
+        num_supernodes=recipe.n_clients,
+        backend_config={
+            "init_args": {"num_cpus": num_cpus, "include_dashboard": False},
+            "client_resources": {"num_cpus": client_cpus, "num_gpus": 0.0},
+        },
+    )
+    if not results:
+        raise RuntimeError("the Flower ServerApp ended without a result (see Flower's log)")
+    return results[0]
