@@ -1,0 +1,240 @@
+"""E4 (spec 6, Table 3.5 / Fig. 3.11): Auxo against the clustered-FL baselines.
+
+Two settings, each paired seed by seed against the single model on identical data and devices
+(no availability traces: every client is always online, p_on = 1, as the spec asks):
+
+* small scale, partial participation (E1's population, P = 40): single model, Auxo, IFCA
+  (K = 4, every task charged K trainings), CL+HC (one-shot hierarchical clustering of every
+  client's update after a warm-up), FlexCFL-lite (every client pre-trains, groups at round 0);
+* CCL's setting: about 100 clients with full participation (P = N): single model, Auxo and CCL.
+
+Per method: the speed-up (single model's simulated time to its own best accuracy over the
+method's), the resource efficiency (the same with participant-rounds), both as geometric means
+over seeds with 95% CIs, and the final mean accuracy difference in points (95% CI); the
+paper's Table 3.5 (FEMNIST and Amazon Review) beside. Baselines are given the true number of
+groups (K = 4) as their papers require; Auxo finds its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from kairos.auxo.baselines import (
+    BaselineResult,
+    CCLConfig,
+    CLHCConfig,
+    FlexCFLConfig,
+    IFCAConfig,
+    run_ccl,
+    run_clhc,
+    run_flexcfl,
+    run_ifca,
+)
+from kairos.auxo.evaluation import cluster_scores
+from kairos.auxo.experiments.pairing import compare, seed_spread
+from kairos.auxo.experiments.runs import RunConfig, build_runner, history_columns, run_arm
+from kairos.auxo.training import FLOAT_BYTES
+from kairos.experiments import ExperimentContext, experiment
+from kairos.experiments.publish import publish
+from kairos.experiments.seeds import Cell, seed_runs
+
+Method = Literal["single", "auxo", "ifca", "clhc", "flexcfl", "ccl"]
+SMALL_METHODS: tuple[Method, ...] = ("single", "auxo", "ifca", "clhc", "flexcfl")
+CCL_METHODS: tuple[Method, ...] = ("single", "auxo", "ccl")
+
+# Table 3.5 / Fig. 3.11: (speed-up, resource efficiency, final-accuracy gain in points)
+TABLE_3_5: dict[str, dict[str, tuple[float, float, float]]] = {
+    "FEMNIST": {
+        "clhc": (1.7, 1.6, 5.8),
+        "flexcfl": (1.3, 1.8, 7.1),
+        "ifca": (0.5, 0.5, 1.3),
+        "auxo": (2.4, 2.4, 9.1),
+    },
+    "Amazon": {
+        "clhc": (0.4, 0.4, -2.9),
+        "flexcfl": (0.4, 0.5, -2.7),
+        "ifca": (0.5, 0.5, 0.6),
+        "auxo": (2.3, 2.1, 5.4),
+    },
+}
+CCL_PAPER = "little difference between CCL, Auxo and the baseline at ~100 clients (3.7.3)"
+
+ALWAYS_ONLINE = (1.0, 1.0)  # p_on: no availability trace
+
+
+def _small_run() -> RunConfig:
+    return RunConfig(p_on=ALWAYS_ONLINE)
+
+
+def _ccl_run() -> RunConfig:
+    return RunConfig.model_validate(
+        {"p_on": ALWAYS_ONLINE, "p_total": 100, "data": {"n_clients": 100}}
+    )
+
+
+class E4Point(BaseModel):
+    """One method on one seed: the shared run setting and the baselines' parameters."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seed: int = 0
+    method: Method = "single"
+    run: RunConfig = Field(default_factory=_small_run)
+    k: int = Field(4, ge=2, description="clusters the baselines are told")
+    clhc_warmup: float = Field(0.1, ge=0, lt=1, description="CL+HC warm-up, share of rounds")
+    ccl: CCLConfig = Field(default_factory=CCLConfig)
+
+
+def baseline(cfg: E4Point) -> BaselineResult:
+    """Run one clustered baseline on the seed's runner (its own random stream)."""
+    run = cfg.run.model_copy(update={"seed": cfg.seed})
+    runner = build_runner(run)
+    rng = np.random.default_rng([cfg.seed, 40])
+    r, every = run.rounds, run.eval_every
+    if cfg.method == "ifca":
+        return run_ifca(runner, IFCAConfig(k=cfg.k, rounds=r, eval_every=every), rng)
+    if cfg.method == "clhc":
+        warm = round(cfg.clhc_warmup * r)
+        hc = CLHCConfig(rounds=r, warmup_rounds=warm, n_clusters=cfg.k, eval_every=every)
+        return run_clhc(runner, hc, rng)
+    if cfg.method == "flexcfl":
+        return run_flexcfl(runner, FlexCFLConfig(k=cfg.k, rounds=r, eval_every=every), rng)
+    if cfg.method == "ccl":
+        cc = cfg.ccl.model_copy(update={"rounds": r, "eval_every": every})
+        return run_ccl(runner, cc, rng)
+    raise ValueError(f"{cfg.method!r} is not a clustered baseline")
+
+
+def e4_point(cfg: E4Point) -> dict[str, Any]:
+    """One method on one seed, measured as `runs.run_arm` measures Auxo (the sweep's point)."""
+    if cfg.method in ("single", "auxo"):
+        out = run_arm(cfg.run.model_copy(update={"seed": cfg.seed, "arm": cfg.method}))
+        return {**out, "method": cfg.method}
+    res = baseline(cfg)
+    ds = build_runner(cfg.run.model_copy(update={"seed": cfg.seed})).dataset
+    final = res.history.final
+    scores = cluster_scores(ds.groups, res.assignment)
+    n_params = int(res.weights[0].size)
+    return {
+        "seed": cfg.seed,
+        "method": cfg.method,
+        "final_mean": final.stats.mean,
+        "final_p10": final.stats.p10,
+        "final_p90": final.stats.p90,
+        "final_variance": final.stats.variance,
+        "best_mean": res.history.best(),
+        "end_time": final.time,
+        "leaves": res.n_models,
+        "splits": str(res.events),
+        "ari": scores.ari,
+        "nmi": scores.nmi,
+        "participant_rounds": final.participant_rounds,
+        "model_bytes": (final.dispatched + final.participant_rounds) * n_params * FLOAT_BYTES,
+        "affinity_bytes": 0,
+        **history_columns(res.history),
+    }
+
+
+class E4Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seeds: int = Field(3, ge=2, le=100)
+    first_seed: int = Field(0, ge=0)
+    small: E4Point = Field(default_factory=E4Point)
+    ccl_setting: E4Point = Field(default_factory=lambda: E4Point(run=_ccl_run()))
+
+
+def _rows(
+    setting: str, runs: dict[str, list[dict[str, Any]]], methods: tuple[Method, ...]
+) -> list[dict[str, Any]]:
+    rows = []
+    for m in methods:
+        if m == "single":
+            continue
+        row: dict[str, Any] = {"setting": setting, "method": m, **compare(runs["single"], runs[m])}
+        row["ari"] = round(float(np.mean([r["ari"] for r in runs[m]])), 3)
+        row["leaves"] = round(float(np.mean([r["leaves"] for r in runs[m]])), 2)
+        row["spread"] = round(seed_spread(runs[m]), 4)
+        row["base_spread"] = round(seed_spread(runs["single"]), 4)
+        for data, table in TABLE_3_5.items():
+            if m in table:
+                s, e, g = table[m]
+                row[f"paper_{data}"] = f"{s}x / {e}x / {g:+.1f}"
+        if m == "ccl":
+            row["paper_FEMNIST"] = CCL_PAPER
+        rows.append(row)
+    return rows
+
+
+def _runs(
+    ctx: ExperimentContext, base: E4Point, methods: tuple[Method, ...], seeds: list[int], name: str
+) -> dict[str, list[dict[str, Any]]]:
+    cells = [Cell({"method": m}, {"method": m}) for m in methods]
+    groups = seed_runs(ctx, e4_point, base, cells, seeds, name)
+    return dict(zip(methods, groups, strict=True))
+
+
+COLUMNS = [
+    "setting",
+    "method",
+    "speedup",
+    "speedup_lo",
+    "speedup_hi",
+    "speedup_reached",
+    "resource_ratio",
+    "resource_ratio_lo",
+    "resource_ratio_hi",
+    "base_final_mean",
+    "final_mean",
+    "d_final_mean",
+    "d_final_mean_ci95",
+    "ari",
+    "leaves",
+    "paper_FEMNIST",
+    "paper_Amazon",
+]
+
+
+@experiment(
+    "auxo",
+    "e4",
+    "E4 / Table 3.5: Auxo vs IFCA, CL+HC, FlexCFL-lite (small scale) and CCL (N=100, full)",
+    E4Config,
+    {
+        "small": {"run": {"p_on": ALWAYS_ONLINE, "data": {"n_clients": 200}, "rounds": 150}},
+        "ccl_setting": {
+            "run": {
+                "p_on": ALWAYS_ONLINE,
+                "p_total": 100,
+                "data": {"n_clients": 100},
+                "rounds": 150,
+            }
+        },
+    },
+)
+def e4(cfg: E4Config, ctx: ExperimentContext) -> dict[str, Any]:
+    seeds = list(range(cfg.first_seed, cfg.first_seed + cfg.seeds))
+    small = _runs(ctx, cfg.small, SMALL_METHODS, seeds, "auxo E4 small")
+    full = _runs(ctx, cfg.ccl_setting, CCL_METHODS, seeds, "auxo E4 ccl")
+    rows = _rows("small", small, SMALL_METHODS) + _rows("ccl_n100", full, CCL_METHODS)
+    summary = {
+        "seeds": f"{seeds[0]}..{seeds[-1]}",
+        "small": cfg.small.run.model_dump_json(exclude={"seed", "arm", "split_at"}),
+        "ccl_setting": cfg.ccl_setting.run.model_dump_json(exclude={"seed", "arm", "split_at"}),
+        "paper": "Table 3.5: speed-up / resource efficiency / final gain (points)",
+    }
+    publish(
+        ctx,
+        "e4",
+        cfg,
+        rows,
+        f"E4: clustered baselines and Auxo vs the single model, paired over {len(seeds)} seeds "
+        "(speed-up and resource efficiency to the single model's best accuracy, geometric "
+        "mean and 95% CI; accuracy difference in points); paper's Table 3.5 beside",
+        summary,
+        columns=COLUMNS,
+    )
+    return {"rows": rows, "summary": summary, "runs": {"small": small, "ccl_n100": full}}

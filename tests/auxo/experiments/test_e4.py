@@ -1,0 +1,97 @@
+"""E4 in a reduced quick mode: the clustered baselines and Auxo against one model.
+
+What is asserted is what E4 measures on the spec's E1 population (four latent groups that
+conflict, Synthetic(alpha=1, beta=0), LR), with margins from the spread across seeds:
+
+* every clustered method beats the single model's final accuracy (the paired 95% CI of the
+  difference excludes 0);
+* IFCA's resource efficiency is the worst of the clustered methods: paired per seed, it needs
+  more participant-rounds to reach the single model's best accuracy than Auxo, CL+HC and
+  FlexCFL (each task is charged K = 4 trainings);
+* CCL, at full participation, splits the population and beats the single model.
+
+Not asserted, because it does not hold here (reported in docs/auxo.md): the paper's "Auxo at
+least each clustered baseline" against CL+HC and FlexCFL, whose one-shot clustering, told the
+true K, recovers these cleanly separable groups exactly (ARI 1) at or near round 0, which is
+the best possible partition for a convex model on conflicting labellers; Auxo above IFCA, which the
+full-size runs show but 120 clients and 100 rounds do not resolve over three seeds; the
+paper's IFCA efficiency below 1x and "CCL close to the baseline", which need populations
+without clear groups.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kairos.auxo.experiments.e4 import E4Config, e4
+from kairos.auxo.experiments.pairing import first_time
+from kairos.experiments import ExperimentContext
+from kairos.report.stats import paired_ratio
+
+ONLINE = (1.0, 1.0)
+SMALL = {"p_on": ONLINE, "data": {"n_clients": 120}, "rounds": 100}
+FULL = {"p_on": ONLINE, "p_total": 60, "data": {"n_clients": 60}, "rounds": 100}
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    cfg = E4Config.model_validate(
+        {"seeds": 3, "small": {"run": SMALL}, "ccl_setting": {"run": FULL}}
+    )
+    out: Path = tmp_path_factory.mktemp("e4") / "auxo" / "e4"
+    return e4(cfg, ExperimentContext(out_dir=out, progress=False, cache=False))
+
+
+def _row(result: dict[str, Any], setting: str, method: str) -> dict[str, Any]:
+    return next(r for r in result["rows"] if r["setting"] == setting and r["method"] == method)
+
+
+@pytest.mark.parametrize(
+    ("setting", "method"),
+    [
+        ("small", "auxo"),
+        ("small", "ifca"),
+        ("small", "clhc"),
+        ("small", "flexcfl"),
+        ("ccl_n100", "ccl"),
+        ("ccl_n100", "auxo"),
+    ],
+)
+def test_every_clustered_method_beats_the_single_model(
+    result: dict[str, Any], setting: str, method: str
+) -> None:
+    row = _row(result, setting, method)
+    assert row["d_final_mean"] - row["d_final_mean_ci95"] > 0, row
+    assert row["d_final_mean_wins"] == row["seeds"] == 3
+
+
+def _jobs_to_target(single: dict[str, Any], run: dict[str, Any]) -> float:
+    t = first_time(run, float(single["best_mean"]), "curve_participant_rounds")
+    assert t is not None, f"{run['method']} never reached the single model's best"
+    return t
+
+
+@pytest.mark.parametrize("other", ["auxo", "clhc", "flexcfl"])
+def test_ifca_is_the_least_resource_efficient(result: dict[str, Any], other: str) -> None:
+    runs = result["runs"]["small"]
+    ifca = [_jobs_to_target(s, r) for s, r in zip(runs["single"], runs["ifca"], strict=True)]
+    them = [_jobs_to_target(s, r) for s, r in zip(runs["single"], runs[other], strict=True)]
+    ratio = paired_ratio(ifca, them)  # > 1: the other method needs fewer participant-rounds
+    assert ratio.wins == 3 and ratio.geo_mean > 1, ratio
+    assert (
+        _row(result, "small", "ifca")["resource_ratio"]
+        < _row(result, "small", other)["resource_ratio"]
+    )
+
+
+def test_ccl_splits_at_the_cost_of_full_participation(result: dict[str, Any]) -> None:
+    runs = result["runs"]["ccl_n100"]
+    for single, ccl in zip(runs["single"], runs["ccl"], strict=True):
+        assert ccl["leaves"] >= 2
+        # full participation: CCL spends exactly what the single model spends per round
+        assert ccl["participant_rounds"] == single["participant_rounds"] == 60 * 100
+    assert np.mean([r["ari"] for r in runs["ccl"]]) > 0.5
