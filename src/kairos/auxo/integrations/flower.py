@@ -40,63 +40,33 @@ not changed in between).
 from __future__ import annotations
 
 import copy
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from logging import INFO
 
 import numpy as np
-from flwr.app import (
-    ArrayRecord,
-    ConfigRecord,
-    ConfigRecordValues,
-    Message,
-    MessageType,
-    MetricRecord,
-    MetricRecordValues,
-    RecordDict,
-)
+from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, MetricRecordValues
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedAvg, Result, Strategy
 from flwr.serverapp.strategy.strategy_utils import aggregate_metricrecords
 from flwr.supercore import log
 
 from kairos.auxo.engine import AuxoEngine, RoundReport
-from kairos.auxo.integrations.flower_cohort import CohortGrid, CohortSlot, min_nodes
-from kairos.auxo.integrations.flower_records import (
-    ARRAYS_PREFIX,
-    AUXO,
-    CHECKIN,
-    COHORT,
-    FEEDBACK,
-    NO_LABEL,
-    auxo_config,
-    encode_splits,
-    flatten,
-    float_field,
-    int_field,
-    str_field,
+from kairos.auxo.integrations.flower_cohort import CohortGrid, CohortSlot, RoundLog, min_nodes
+from kairos.auxo.integrations.flower_exchange import (
+    Feedback,
+    ask_for_requests,
+    evaluation_messages,
+    read_choice,
+    sample,
+    send_feedback,
+    wait_for_nodes,
 )
+from kairos.auxo.integrations.flower_records import COHORT, encode_splits, flatten
 from kairos.auxo.matching import AffinityRequest, match
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.rewards import AffinityEntry
-from kairos.auxo.tree import ROOT, SplitRecord
-
-
-@dataclass
-class RoundLog:
-    """What one round did, per cohort (node ids are Flower's, clients are partition ids)."""
-
-    round: int
-    leaves: list[str]
-    budgets: dict[str, int]
-    requests: dict[str, list[int]] = field(default_factory=dict)  # leaf -> requesting nodes
-    views: dict[str, list[int]] = field(default_factory=dict)  # leaf -> nodes its base saw
-    replies: dict[str, list[int]] = field(default_factory=dict)  # leaf -> nodes it aggregated
-    reports: dict[str, RoundReport] = field(default_factory=dict)
-    splits: list[SplitRecord] = field(default_factory=list)
-    feedback_acks: int = 0
+from kairos.auxo.tree import ROOT
 
 
 class AuxoStrategy(Strategy):
@@ -176,7 +146,7 @@ class AuxoStrategy(Strategy):
             slot = self.cohorts[leaf]
             asked = record.requests.get(leaf, [])
             take = min(record.budgets[leaf], len(asked))
-            chosen = _sample(asked, take, rng)
+            chosen = sample(asked, take, rng)
             if len(chosen) < min_nodes(slot.strategy):
                 continue  # too few requesters this round: the cohort sits it out
             cohort_config = ConfigRecord(dict(config))
@@ -204,7 +174,7 @@ class AuxoStrategy(Strategy):
                 groups[leaf].append(msg)
         record = self.history[-1]
         metrics: dict[str, MetricRecordValues] = {}
-        feedback: list[tuple[int, str, int, float, str]] = []
+        feedback: list[Feedback] = []
         for leaf in sorted(groups):
             slot = self.cohorts[leaf]
             record.replies[leaf] = sorted(m.metadata.src_node_id for m in groups[leaf])
@@ -218,17 +188,20 @@ class AuxoStrategy(Strategy):
             valid = [m for m in groups[leaf] if not m.has_error()]
             if not valid:
                 continue
-            before = encode_splits(s.parent for s in self.engine.tree.splits)
+            before = self._splits()
             report = self._observe(leaf, slot, valid)
             record.reports[leaf] = report
             deltas = report.deltas or (float("nan"),) * len(valid)
             for msg, label, delta in zip(valid, report.labels, deltas, strict=True):
-                feedback.append((msg.metadata.src_node_id, leaf, label, delta, before))
+                feedback.append(Feedback(msg.metadata.src_node_id, leaf, label, delta, before))
             if report.split is not None:
                 record.splits.append(report.split)
                 for child in report.split.children:
                     self.cohorts[child] = slot.child()
-        record.feedback_acks = self._send_feedback(feedback)
+        if self._grid is not None:
+            record.feedback_acks = send_feedback(
+                self._grid, feedback, self._splits(), self._timeout
+            )
         metrics["auxo-leaves"] = self.engine.tree.m
         return self._merged_arrays(), MetricRecord(metrics)
 
@@ -238,14 +211,8 @@ class AuxoStrategy(Strategy):
         last = server_round == self._num_rounds
         if not (last or (self.eval_every and server_round % self.eval_every == 0)):
             return []
-        content = RecordDict(
-            {ARRAYS_PREFIX + leaf: self.cohorts[leaf].arrays for leaf in self.engine.tree.leaves()}
-        )
-        content[AUXO] = ConfigRecord({"splits": self._splits()})
-        return [
-            Message(content=content, message_type=MessageType.EVALUATE, dst_node_id=node)
-            for node in sorted(grid.get_node_ids())
-        ]
+        models = {leaf: self.cohorts[leaf].arrays for leaf in self.engine.tree.leaves()}
+        return evaluation_messages(models, self._splits(), sorted(grid.get_node_ids()))
 
     def aggregate_evaluate(
         self, server_round: int, replies: Iterable[Message]
@@ -256,10 +223,9 @@ class AuxoStrategy(Strategy):
         groups: dict[str, list[Message]] = defaultdict(list)
         membership: dict[int, str] = {}
         for msg in valid:
-            choice = auxo_config(msg.content)
-            leaf = str_field(choice, "cohort")
+            client, leaf = read_choice(msg)
             groups[leaf].append(msg)
-            membership[int_field(choice, "client")] = leaf
+            membership[client] = leaf
         self.membership = membership
         per_cohort: dict[str, MetricRecord] = {}
         for leaf, group in sorted(groups.items()):
@@ -275,44 +241,19 @@ class AuxoStrategy(Strategy):
         return encode_splits(s.parent for s in self.engine.tree.splits)
 
     def _checkin(self, server_round: int, grid: Grid) -> dict[int, AffinityRequest]:
-        """Ask a sample of nodes for their affinity requests (stage 0, MATCH's input)."""
-        nodes = self._wait_for_nodes(grid)
+        """Ask a sample of nodes for their affinity requests (stage 0, MATCH's input).
+
+        It waits for the population, `params.n_clients` when given, else the base's minimum.
+        """
+        nodes = wait_for_nodes(grid, self.params.n_clients or min_nodes(self.base))
         size = max(1, round(self.checkin_fraction * len(nodes)))
-        rng = np.random.default_rng([self.seed, 4, server_round])
-        online = _sample(nodes, size, rng)
-        config = ConfigRecord({"round": server_round, "splits": self._splits()})
-        content = RecordDict({AUXO: config})
-        asks = [Message(content=content, message_type=CHECKIN, dst_node_id=n) for n in online]
-        out: dict[int, AffinityRequest] = {}
-        for reply in grid.send_and_receive(asks, timeout=self._timeout):
-            if reply.has_error():
-                continue
-            cfg = auxo_config(reply.content)
-            label = int_field(cfg, "label")
-            out[reply.metadata.src_node_id] = AffinityRequest(
-                int_field(cfg, "client"),
-                str_field(cfg, "cohort"),
-                None if label == NO_LABEL else label,
-                float_field(cfg, "reward"),
-            )
-        return out
+        online = sample(nodes, size, np.random.default_rng([self.seed, 4, server_round]))
+        return ask_for_requests(grid, online, server_round, self._splits(), self._timeout)
 
     def _client_of(self, node: int) -> int:
         """The client id a node claimed at check-in (Flower's node ids are random per run)."""
         request = self._requests.get(node)
         return -1 if request is None else request.client_id
-
-    def _wait_for_nodes(self, grid: Grid) -> list[int]:
-        """Wait, as Flower's `sample_nodes` does, until the federation has connected.
-
-        The population is `params.n_clients` when given (the n_min rule needs it anyway),
-        else the base strategy's minimum.
-        """
-        need = self.params.n_clients or min_nodes(self.base)
-        while len(nodes := sorted(grid.get_node_ids())) < need:
-            log(INFO, "Auxo: waiting for nodes (%d of %d connected)", len(nodes), need)
-            time.sleep(1.0)
-        return nodes
 
     def _observe(self, leaf: str, slot: CohortSlot, replies: list[Message]) -> RoundReport:
         """Stage 4 through `AuxoEngine`, fed only this round's claimed L and R."""
@@ -332,25 +273,6 @@ class AuxoStrategy(Strategy):
         finally:
             self.engine.records.clear()  # soft state: nothing per client outlives the round
 
-    def _send_feedback(self, feedback: list[tuple[int, str, int, float, str]]) -> int:
-        """AffinityFeedback to every participant; returns how many applied it."""
-        if not feedback or self._grid is None:
-            return 0
-        after = self._splits()
-        messages = []
-        for node, leaf, label, delta, before in feedback:
-            fields: dict[str, ConfigRecordValues] = {
-                "cohort": leaf,
-                "label": label,
-                "delta": delta,
-                "before": before,
-                "after": after,
-            }
-            content = RecordDict({AUXO: ConfigRecord(fields)})
-            messages.append(Message(content=content, message_type=FEEDBACK, dst_node_id=node))
-        acks = self._grid.send_and_receive(messages, timeout=self._timeout)
-        return sum(1 for m in acks if not m.has_error())
-
     def _merged_arrays(self) -> ArrayRecord:
         """Every leaf's parameters in one record, keys `<cohort>/<key>` (Flower's Result)."""
         merged = {}
@@ -358,10 +280,3 @@ class AuxoStrategy(Strategy):
             for key, array in self.cohorts[leaf].arrays.items():
                 merged[f"{leaf}/{key}"] = array
         return ArrayRecord(array_dict=merged)
-
-
-def _sample(nodes: list[int], size: int, rng: np.random.Generator) -> list[int]:
-    """`size` distinct nodes, drawn by index (Flower's 64-bit ids do not fit numpy ints),
-    kept in the order given."""
-    picked = rng.choice(len(nodes), size=size, replace=False)
-    return [nodes[int(i)] for i in sorted(picked)]

@@ -7,19 +7,23 @@ view that lists only the nodes matched to the cohort this round, so an unmodifie
 FedProx, FedAdam or FedYogi samples inside its cohort and nowhere else; a message addressed
 outside the view is refused rather than sent. `CohortSlot` holds what a split copies: the
 strategy object (with its server-optimizer state, e.g. FedAdam's moments) and the parameters.
+`RoundLog` is what each cohort did in one round, kept for reports and tests.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flwr.app import ArrayRecord, Message, RecordDict
 from flwr.proto.node_pb2 import NodeInfo
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from flwr.supercore.run import Run
+
+from kairos.auxo.engine import RoundReport
+from kairos.auxo.tree import SplitRecord
 
 
 class CohortGrid(Grid):
@@ -98,3 +102,18 @@ class CohortSlot:
         return CohortSlot(
             copy.deepcopy(self.strategy), copy.deepcopy(self.arrays), self.round_local
         )
+
+
+@dataclass
+class RoundLog:
+    """What one round did, per cohort (node ids are Flower's, clients are partition ids)."""
+
+    round: int
+    leaves: list[str]
+    budgets: dict[str, int]
+    requests: dict[str, list[int]] = field(default_factory=dict)  # leaf -> requesting nodes
+    views: dict[str, list[int]] = field(default_factory=dict)  # leaf -> nodes its base saw
+    replies: dict[str, list[int]] = field(default_factory=dict)  # leaf -> nodes it aggregated
+    reports: dict[str, RoundReport] = field(default_factory=dict)
+    splits: list[SplitRecord] = field(default_factory=list)
+    feedback_acks: int = 0
