@@ -409,3 +409,32 @@ def test_lqsf_differs_from_andes_only_in_priority_and_the_refiner() -> None:
     assert not tuned.config.divide_by_length and not tuned.config.refiner
     with pytest.raises(ValueError, match="unknown policy"):
         make_policy("edf")
+
+
+@given(
+    n=st.integers(1, 40),
+    nb=st.integers(1, 12),
+    capacity=st.integers(1, 400),
+    seed=st.integers(0, 2**32 - 1),
+    skip=st.booleans(),
+)
+def test_the_vectorised_b_search_equals_packing_each_b_alone(
+    n: int, nb: int, capacity: int, seed: int, skip: bool
+) -> None:
+    """All candidate batch sizes are packed at once (one sort per B along a contiguous axis);
+    each column must be exactly what packing that B alone gives, ties included (priorities
+    are drawn from a few values so ties are common)."""
+    rng = np.random.default_rng(seed)
+    gains = rng.integers(0, 4, (n, nb)).astype(float) / 4
+    lengths = rng.integers(1, 60, n)
+    priority = gains / lengths[:, None]
+    batches = np.sort(rng.choice(np.arange(1, n + 3), size=min(nb, n + 2), replace=False))
+    gains, priority = gains[:, : len(batches)], priority[:, : len(batches)]
+    together = greedy_pack(gains, priority, lengths, capacity, batches, skip=skip)
+    for j, b in enumerate(batches):
+        alone = greedy_pack(
+            gains[:, [j]], priority[:, [j]], lengths, capacity, np.array([b]), skip=skip
+        )
+        assert together.objectives[j] == pytest.approx(alone.objective)
+        if together.batch == b:
+            assert np.array_equal(together.selected, alone.selected)

@@ -76,7 +76,9 @@ def greedy_pack(
     n, nb = gains.shape
     if nb == 0 or n == 0:
         return Packing(0, np.zeros(n, dtype=bool), 0.0, np.zeros(nb))
-    order = np.argsort(-priority, axis=0, kind="stable")  # (n, nb)
+    # sorted along the contiguous axis (one row per B), then back to (n, nb): the same order,
+    # a third faster than a strided sort down the columns
+    order = np.argsort(np.ascontiguousarray(-priority.T), axis=1, kind="stable").T
     ordered_len = lengths[order]
     if skip:
         take = _skip_fill(ordered_len, capacity, batches)
