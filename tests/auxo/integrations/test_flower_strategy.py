@@ -15,7 +15,7 @@ pytest.importorskip("flwr")
 
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord
 from flwr.serverapp import Grid
-from flwr.serverapp.strategy import FedAdam, FedAvg
+from flwr.serverapp.strategy import FedAdam, FedAvg, FedProx
 
 from kairos.auxo.engine import best_leaf
 from kairos.auxo.integrations.flower import AuxoStrategy
@@ -208,3 +208,23 @@ def test_num_rounds_must_match_the_params_total() -> None:
     strategy = AuxoStrategy(params=_params(6, 2))
     with pytest.raises(ValueError, match="total_rounds"):
         _run(strategy, 5)
+
+
+def test_a_fedprox_base_reaches_the_clients_local_training() -> None:
+    """FedProx's proximal term pulls local models back: its updates are smaller than FedAvg's
+    from the same start, so its `proximal-mu` arrived in each cohort's train messages."""
+    norms = {}
+    for name, base in (
+        ("avg", FedAvg(fraction_evaluate=0.0)),
+        ("prox", FedProx(proximal_mu=5.0, fraction_evaluate=0.0)),
+    ):
+        strategy = AuxoStrategy(base, _params(1, 5), seed=3)
+        grid = _run(strategy, 1)
+        (sent,) = {
+            tuple(flatten(a))
+            for m in _train_messages(grid, 1)
+            for a in m.content.array_records.values()
+        }
+        root = flatten(strategy.cohorts["0"].arrays)
+        norms[name] = float(np.linalg.norm(root - np.array(sent)))
+    assert norms["prox"] < 0.8 * norms["avg"], norms
