@@ -26,7 +26,7 @@ A Flower user's change is small: wrap the strategy and add the Auxo handlers to 
 
     strategy = AuxoStrategy(FedAdam(fraction_evaluate=0.0), AuxoParams(p_total=40, ...))
     strategy.start(grid, initial_arrays, num_rounds=strategy.params.total_rounds)
-    client_app = auxo_client_app(recipe, model, strategy.params)  # or add its four handlers
+    add_auxo_handlers(client_app, strategy.params)  # and `cohort_to_evaluate` in evaluate
 
 Where Flower's model departs from the paper's (spec 2.3, 3.8): cohorts advance in lockstep,
 one Flower round for all of them, not on their own virtual clocks; the server samples which
