@@ -5,9 +5,10 @@ conflict, Synthetic(alpha=1, beta=0), LR), with margins from the spread across s
 
 * every clustered method beats the single model's final accuracy (the paired 95% CI of the
   difference excludes 0);
-* IFCA's resource efficiency is the worst of the clustered methods: paired per seed, it needs
-  more participant-rounds to reach the single model's best accuracy than Auxo, CL+HC and
-  FlexCFL (each task is charged K = 4 trainings);
+* IFCA, charged K = 4 trainings per task, is less resource-efficient than Auxo and FlexCFL:
+  paired per seed, it needs more participant-rounds to reach the single model's best accuracy
+  (against CL+HC, whose warm-up and all-client round cost about as much, the order flips
+  between this reduced scale and the full one, so it is not asserted);
 * CCL, at full participation, splits the population and beats the single model.
 
 Not asserted, because it does not hold here (reported in docs/auxo.md): the paper's "Auxo at
@@ -33,8 +34,8 @@ from kairos.experiments import ExperimentContext
 from kairos.report.stats import paired_ratio
 
 ONLINE = (1.0, 1.0)
-SMALL = {"p_on": ONLINE, "data": {"n_clients": 120}, "rounds": 100}
-FULL = {"p_on": ONLINE, "p_total": 60, "data": {"n_clients": 60}, "rounds": 100}
+SMALL = {"p_on": ONLINE, "data": {"n_clients": 120}, "rounds": 100, "eval_every": 5}
+FULL = {"p_on": ONLINE, "p_total": 60, "data": {"n_clients": 60}, "rounds": 100, "eval_every": 5}
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +76,10 @@ def _jobs_to_target(single: dict[str, Any], run: dict[str, Any]) -> float:
     return t
 
 
-@pytest.mark.parametrize("other", ["auxo", "clhc", "flexcfl"])
-def test_ifca_is_the_least_resource_efficient(result: dict[str, Any], other: str) -> None:
+@pytest.mark.parametrize("other", ["auxo", "flexcfl"])
+def test_ifca_needs_more_participant_rounds_than_auxo_and_flexcfl(
+    result: dict[str, Any], other: str
+) -> None:
     runs = result["runs"]["small"]
     ifca = [_jobs_to_target(s, r) for s, r in zip(runs["single"], runs["ifca"], strict=True)]
     them = [_jobs_to_target(s, r) for s, r in zip(runs["single"], runs[other], strict=True)]
