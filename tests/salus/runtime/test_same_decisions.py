@@ -26,7 +26,7 @@ from kairos.sim import EventLoop, SimClock
 
 # (name, zoo factory, iterations, expected T in s, seconds after the first submission)
 JOBS = [
-    ("long", "cnn", 60, 30.0, 0.0),
+    ("long", "cnn", 200, 30.0, 0.0),  # still running when the others arrive, however fast
     ("mid", "vae", 25, 3.0, 0.15),
     ("short", "cnn", 8, 0.4, 0.3),
     ("late", "superres", 12, 1.0, 0.6),
@@ -61,7 +61,7 @@ def served(policy: str) -> tuple[SalusService, list[IterationRecord]]:
         ids = []
         for name, factory, n, expected, at in JOBS:
             await asyncio.sleep(max(0.0, t0 + at - time.monotonic()))
-            options = {} if factory == "vae" else dict(TINY)
+            options: dict[str, int | float | bool | str] = {} if factory == "vae" else dict(TINY)
             spec = JobSpec(name=name, factory=f"{ZOO}:{factory}", iterations=n,
                            expected_s=expected, options=options)  # fmt: skip
             ids.append(service.submit(spec).id)

@@ -36,6 +36,9 @@ def register(group: typer.Typer) -> None:
             "resident"
         ),
         threads: Annotated[int | None, typer.Option(help="torch threads")] = None,
+        account_every: Annotated[
+            int, typer.Option(help="memory accounting on >= 1 iteration in N (1: every one)")
+        ] = 8,
         host: str = "127.0.0.1",
         port: int = 8000,
         api_key: Annotated[str | None, typer.Option(envvar="KAIROS_API_KEY")] = None,
@@ -60,6 +63,7 @@ def register(group: typer.Typer) -> None:
                     "allow_modules": (*DEFAULT_ALLOWED, *(allow_module or [])),
                     "switch": switch,
                     "torch_threads": threads,
+                    "account_every": account_every,
                     "host": host,
                     "port": port,
                     "api_key": api_key,

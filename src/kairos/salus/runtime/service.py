@@ -29,6 +29,7 @@ from kairos.salus.policies import make_policy
 from kairos.salus.policy import JobState, JobStatus
 from kairos.salus.profile import Profile
 from kairos.salus.runtime.device import Device, make_device
+from kairos.salus.runtime.host_cache import cache_host_memory
 from kairos.salus.runtime.job import FactoryError, check_options, load_factory
 from kairos.salus.runtime.lanes import IterationRun, LaneThreads
 from kairos.salus.runtime.session import Session
@@ -81,6 +82,7 @@ class SalusService:
         self._ended: dict[int, asyncio.Event] = {}
         self._running = False
         self._record = record
+        self.host_cached = False  # glibc keeps freed memory (`host_cache`), once started
 
     @property
     def policy_name(self) -> str:
@@ -104,6 +106,8 @@ class SalusService:
         self._loop = loop = asyncio.get_running_loop()
         if self.settings.torch_threads:
             torch.set_num_threads(self.settings.torch_threads)
+        if self.settings.host_cache and self.device.kind == "cpu":
+            self.host_cached = cache_host_memory(self.device.capacity)
         self._clock = AsyncioClock(loop)
         self._lanes = LaneThreads(
             self.sessions, self._from_lane, self._clock.now, self.settings.switch
@@ -149,7 +153,7 @@ class SalusService:
         record = JobRecord(next(self._ids), spec, self._clock.now())
         self.jobs[record.id] = record
         self._ended[record.id] = asyncio.Event()
-        session = Session(record.id, self.device)
+        session = Session(record.id, self.device, self.settings.account_every)
         self.sessions[record.id] = session
         s = self.settings
         done = self._setup.submit(

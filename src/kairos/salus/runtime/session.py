@@ -7,6 +7,12 @@ operator (`OverBudget`) instead of taking memory promised to others. After the i
 bytes still live must not exceed the profiled persistent bytes: more is a leak across
 iterations (spec 3.1 step 4, 6.5). A step that raises, leaks or overruns fails this job only:
 `JobFailed` carries the message the client sees.
+
+After admission not every iteration is accounted (`AccountingSchedule`, the service's
+`account_every`): the accounting is a per-operator cost on CPU, and a job that misbehaves on
+every iteration is still failed within `account_every` iterations. An unaccounted iteration runs
+the step bare; a storage it creates is never charged, so `tracker.live` may read low until the
+next accounted iteration.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from kairos.salus.runtime.device import Device
 from kairos.salus.runtime.job import JobParts, Kind, build
 from kairos.salus.runtime.memory import OverBudget, StorageTracker, state_tensors
 from kairos.salus.runtime.profiler import Measured, profile
+from kairos.salus.runtime.sampling import AccountingSchedule
 
 
 class JobFailed(RuntimeError):
@@ -28,10 +35,12 @@ class JobFailed(RuntimeError):
 class Session:
     """One admitted (or profiling) job's runtime state. Used from one lane thread at a time."""
 
-    def __init__(self, job_id: int, device: Device) -> None:
+    def __init__(self, job_id: int, device: Device, account_every: int = 1) -> None:
         self.job_id = job_id
         self.device = device
         self.tracker = StorageTracker()
+        self.schedule = AccountingSchedule(account_every, seed=job_id)
+        self.accounted = 0  # iterations after set-up that ran under the tracker
         self.parts: JobParts | None = None
         self.measured: Measured | None = None
         self.budget_p = 0  # bytes: persistent budget, with margin
@@ -72,18 +81,21 @@ class Session:
         parts, measured = self.parts, self.measured
         if parts is None or measured is None:
             raise JobFailed("the job was not set up")
+        if not self.schedule.next():
+            try:
+                with self.device.lane_context(lane):
+                    return self.device.timed(lane, parts.run_iteration)
+            except Exception as exc:
+                raise _failed(exc) from exc
+        self.accounted += 1
         tracker = self.tracker
         tracker.limit = self.budget_p + lane_bytes
         tracker.reset_peak()
         try:
             with self.device.lane_context(lane), tracker:
                 duration = self.device.timed(lane, parts.run_iteration)
-        except OverBudget as exc:
-            raise JobFailed(f"the job exceeded its memory profile: {exc}") from None
         except Exception as exc:
-            if isinstance(exc.__cause__, OverBudget) or "past the" in str(exc):
-                raise JobFailed(f"the job exceeded its memory profile: {exc}") from None
-            raise JobFailed(f"the job's step raised {type(exc).__name__}: {exc}") from exc
+            raise _failed(exc) from exc
         finally:
             tracker.limit = None
         if tracker.live > measured.persistent:
@@ -123,3 +135,11 @@ class Session:
         """Drop the job's program: its persistent memory is freed with it."""
         self.parts = None
         self.device.drop_job(self.job_id)
+
+
+def _failed(exc: Exception) -> JobFailed:
+    """The client's message for an exception out of the job's step."""
+    over = isinstance(exc, OverBudget) or isinstance(exc.__cause__, OverBudget)
+    if over or "past the" in str(exc):  # OverBudget re-raised as another type by the step
+        return JobFailed(f"the job exceeded its memory profile: {exc}")
+    return JobFailed(f"the job's step raised {type(exc).__name__}: {exc}")

@@ -31,6 +31,19 @@ class ServiceSettings(OverloadSettings):
     )
     warmup: int = Field(3, ge=0, le=100, description="profiler W")
     measured: int = Field(5, ge=1, le=1000, description="profiler K")
+    account_every: int = Field(
+        8,
+        ge=1,
+        le=10_000,
+        description="after admission, memory accounting runs on one iteration in at most this "
+        "many (random gaps of 1..N; 1 = every iteration); a job leaking or overrunning its "
+        "profile on every iteration is failed within N",
+    )
+    host_cache: bool = Field(
+        True,
+        description="CPU device: keep freed tensor memory in the process (glibc mallopt), as "
+        "a GPU's caching allocator does, instead of page-faulting it back every iteration",
+    )
     margin_p: float = Field(0.10, ge=0, le=10)
     margin_total: float = Field(0.05, ge=0, le=10)
     max_jobs: int = Field(256, ge=1, description="open (unfinished) jobs at which new ones get 429")
