@@ -147,7 +147,7 @@ def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
             rows.append(_row(f"E6 {model} step, service", t, p, ratio))
     for switch in ("resident", "suspend"):
         gap = switch_gaps(switch, 30 if quick else 100)
-        rows.append({"case": f"switch gap, {switch}", "ms_per_iter": round(gap * 1e3, 3)})
+        rows.append({"case": f"switch gap, {switch}", "gap_us": round(gap * 1e6, 1)})
     print_table(rows, title=f"Salus runtime overhead (medians of {rounds} interleaved rounds)")
     config = {"models": MODELS, "n": n, "rounds": rounds, "times_s": times}
     write_result(out_dir, "bench_salus_runtime", config=config, rows=rows)

@@ -61,7 +61,8 @@ class LaneThreads:
         self.now = now
         self.switch = switch
         self._threads: dict[int, ThreadPoolExecutor] = {}
-        self._last: dict[int, tuple[int, float]] = {}  # lane -> (job, end of its iteration)
+        # lane -> (job, perf_counter at the end of its iteration)
+        self._last: dict[int, tuple[int, float]] = {}
         self._swapped: dict[int, Swapped] = {}
         self._closed = False
 
@@ -90,6 +91,7 @@ class LaneThreads:
         switched = prev is not None and prev[0] != job
         swap_s = self._swap(job, prev[0] if prev else None) if self.switch == "suspend" else 0.0
         start = self.now()  # the iteration starts once its state is in place
+        started = time.perf_counter()  # the gap's clock: the loop's time may be coarse (uvloop)
         error: str | None = None
         duration = 0.0
         moved = 0
@@ -103,7 +105,7 @@ class LaneThreads:
         except Exception as exc:  # a bug of ours must fail the job, not the lane thread
             error = f"the service failed running the job: {type(exc).__name__}: {exc}"
         end = self.now()
-        self._last[lane] = (job, end)
+        self._last[lane] = (job, time.perf_counter())
         self.deliver(
             IterationRun(
                 job,
@@ -112,7 +114,7 @@ class LaneThreads:
                 end,
                 duration,
                 switched_from=prev[0] if switched and prev else None,
-                switch_gap=start - prev[1] if switched and prev else None,
+                switch_gap=started - prev[1] if switched and prev else None,
                 swap_s=swap_s,
                 moved_bytes=moved,
                 error=error,
