@@ -149,6 +149,7 @@ class LaneThreads:
     def stop(self) -> None:
         """Stop every lane thread after its running iteration."""
         self._closed = True
-        for thread in self._threads.values():
+        # a copy: stop runs off the loop, where the driver may still drop a lane meanwhile
+        for thread in list(self._threads.values()):
             thread.shutdown(wait=True, cancel_futures=True)
         self._threads.clear()
