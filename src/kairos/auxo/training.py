@@ -27,7 +27,7 @@ the first split both runs are the same run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,6 +76,7 @@ class CohortTraining:
     runner: RoundRunner
     params: AuxoParams
     seed: int = 0
+    on_step: Callable[[CohortTraining, LeafRound], None] | None = None  # e.g. a checkpointer
     engine: AuxoEngine = field(init=False)
     states: dict[str, TrainingState] = field(init=False, default_factory=dict)
     rngs: dict[str, np.random.Generator] = field(init=False, default_factory=dict)
@@ -186,6 +187,8 @@ class CohortTraining:
             split,
         )
         self.log.append(entry)
+        if self.on_step is not None:
+            self.on_step(self, entry)
         return entry
 
     def _after_round(
