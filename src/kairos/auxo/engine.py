@@ -23,6 +23,7 @@ from kairos.auxo.assignment import LeafProbeFrame
 from kairos.auxo.clustering import NO_LABEL, Status, cluster_round
 from kairos.auxo.criteria import Decision, HetStats, PartitionMonitor, decide_partition
 from kairos.auxo.features import build_features
+from kairos.auxo.matching import AffinityRequest
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.rewards import AffinityEntry, apply_feedback, inherit, instant_rewards, is_known
 from kairos.auxo.selection import select_cohort
@@ -90,6 +91,17 @@ class AuxoEngine:
             self.client_rng(client_id),
         )
 
+    def request(self, client_id: int, round: int) -> AffinityRequest:
+        """The client's check-in: its chosen leaf with its claimed L and R there (spec 3.10)."""
+        choice = self.select(client_id, round)
+        entry = self.record(client_id).get(choice)
+        return AffinityRequest(
+            int(client_id),
+            choice,
+            None if entry is None else entry.label,
+            None if entry is None else entry.reward,
+        )
+
     def membership(self, client_ids: Sequence[int]) -> dict[int, str]:
         leaves = self.tree.leaves()
         return {int(c): best_leaf(self.record(c), leaves) for c in client_ids}
@@ -121,13 +133,7 @@ class AuxoEngine:
         frame = build_features(
             u, grad_fraction=p.grad_fraction, dtype=p.feature_dtype, norm=p.feature_norm
         )
-        recs = [self.record(c) for c in ids]
-        claimed = np.array(
-            [
-                r[cohort].label if cohort in r and r[cohort].label is not None else NO_LABEL
-                for r in recs
-            ]
-        )
+        claimed, known = self._claims(cohort, ids)
         out = cluster_round(
             frame.features,
             claimed,
@@ -147,21 +153,13 @@ class AuxoEngine:
         leaves = self.tree.leaves()
         deltas: np.ndarray | None = None
         if len(leaves) > 1:
-            known = np.array([is_known(r, cohort) for r in recs])
             res = instant_rewards(frame.features, known, p)
             if res is not None:
                 deltas, rframe = res
                 self.probe_frames[cohort] = LeafProbeFrame(frame, rframe)
-        for i, r in enumerate(recs):
+        for i, c in enumerate(ids):
             lab = int(out.labels[i])
-            apply_feedback(
-                r,
-                cohort,
-                None if deltas is None else float(deltas[i]),
-                lab if lab != NO_LABEL else None,
-                leaves,
-                p,
-            )
+            self._feedback(c, cohort, None if deltas is None else float(deltas[i]), lab, leaves)
 
         decision = None
         split = None
@@ -184,6 +182,40 @@ class AuxoEngine:
             split,
         )
 
+    # ------------------------------------------- where records live (server table here)
+    def _claims(self, cohort: str, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Each participant's claimed cluster index L (NO_LABEL if none) and known status."""
+        recs = [self.record(c) for c in ids]
+        claimed = np.array(
+            [
+                r[cohort].label if cohort in r and r[cohort].label is not None else NO_LABEL
+                for r in recs
+            ]
+        )
+        return claimed, np.array([is_known(r, cohort) for r in recs], dtype=bool)
+
+    def _feedback(
+        self, client_id: int, cohort: str, delta: float | None, label: int, leaves: list[str]
+    ) -> None:
+        """Deliver dR and the new L; the record reacts as the client would (spec 3.10)."""
+        apply_feedback(
+            self.record(client_id),
+            cohort,
+            delta,
+            label if label != NO_LABEL else None,
+            leaves,
+            self.params,
+        )
+
+    def _inherit(self, parent: str, children: tuple[str, ...]) -> None:
+        """Reward inheritance at the moment of a split, for every record."""
+        for record in self.records.values():
+            inherit(record, parent, children, self.params)
+
+    def _members(self, cohort: str) -> int:
+        leaves = self.tree.leaves()
+        return sum(best_leaf(r, leaves) == cohort for r in self.records.values())
+
     def split(self, cohort: str, round_local: int) -> SplitRecord:
         """Partition `cohort` now, whatever the criteria say (experiments that force the
         partition time, spec E5); the same bookkeeping as a decided split."""
@@ -196,8 +228,7 @@ class AuxoEngine:
         for child in rec.children:
             self.monitors[child] = PartitionMonitor(self.params.k, round_local)
             self.initialised[child] = False
-        for record in self.records.values():
-            inherit(record, cohort, rec.children, self.params)
+        self._inherit(cohort, rec.children)
         self.probe_frames.pop(cohort, None)
         return rec
 
@@ -206,8 +237,7 @@ class AuxoEngine:
         p = self.params
         if not p.merge or p.n_clients is None or self.tree.m <= 2:
             return
-        leaves = self.tree.leaves()
-        members = sum(best_leaf(r, leaves) == cohort for r in self.records.values())
+        members = self._members(cohort)
         small = (
             self._small_rounds.get(cohort, 0) + 1 if members < p.n_clients * p.merge_fraction else 0
         )

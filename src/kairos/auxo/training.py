@@ -34,7 +34,7 @@ import numpy as np
 
 from kairos.auxo.engine import AuxoEngine, RoundReport
 from kairos.auxo.evaluation import CohortEval, Usage, evaluate_cohorts, membership_index
-from kairos.auxo.matching import AffinityRequest, match
+from kairos.auxo.matching import match
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.rewards import AffinityEntry
 from kairos.fl.learning import (
@@ -146,14 +146,7 @@ class CohortTraining:
             req = self.requests.get(c)
             if req is not None and req[1] == version:
                 continue
-            choice = self.engine.select(c, round)
-            entry = self.engine.record(c).get(choice)
-            request = AffinityRequest(
-                c,
-                choice,
-                None if entry is None else entry.label,
-                None if entry is None else entry.reward,
-            )
+            request = self.engine.request(c, round)
             leaf = match(request, self.engine.tree, self.engine.client_rng(c))
             if leaf is None:
                 continue
