@@ -122,6 +122,8 @@ def coordinator_state(run: CohortTraining) -> dict[str, Any]:
     names = [f.name for f in dataclasses.fields(run) if f.name not in NOT_SAVED]
     state = {n: getattr(run, n) for n in names}
     state["engine"] = {k: v for k, v in vars(run.engine).items() if k not in ENGINE_NOT_SAVED}
+    cls = type(run.engine)
+    state["engine_class"] = f"{cls.__module__}:{cls.__qualname__}"  # centralized/distributed
     return state
 
 
@@ -176,6 +178,11 @@ def load(directory: str | Path, runner: RoundRunner, params: AuxoParams) -> Coho
         state = _decode(doc["state"], arrays)
     run = CohortTraining(runner, params, seed=state.pop("seed"))
     engine = state.pop("engine")
+    cls = _kairos_class(state.pop("engine_class"))
+    if not isinstance(run.engine, cls):  # a distributed run comes back distributed
+        fresh: Any = object.__new__(cls)
+        fresh.params = params
+        run.engine = fresh
     for k, v in engine.items():
         setattr(run.engine, k, v)
     for k, v in state.items():

@@ -4,6 +4,9 @@ checkpoint loses only the rounds after it and finishes with the same cohorts, bi
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +15,13 @@ import pytest
 
 from kairos.auxo import AuxoParams
 from kairos.auxo.checkpoint import Checkpointer, checkpointed, encode, latest, load, save
+from kairos.auxo.distributed import DistributedEngine, distributed
 from kairos.auxo.training import CohortTraining, LeafRound
 from kairos.fl.learning import RoundRunner
 from tests.auxo.training.test_training import _params, _runner
 
 ROUNDS = 14
+REPO = Path(__file__).resolve().parents[3]
 SCHEDULE = (5, 9)  # two splits: "0" at 5, then its children at 9
 
 
@@ -74,8 +79,13 @@ def _killed_and_restarted(
 
 
 def _assert_same_run(a: CohortTraining, b: CohortTraining) -> None:
+    assert len(a.leaves()) == 4
+    _assert_same_run_so_far(a, b)
+
+
+def _assert_same_run_so_far(a: CohortTraining, b: CohortTraining) -> None:
     assert _trace(a.log) == _trace(b.log)
-    assert a.leaves() == b.leaves() and len(a.leaves()) == 4
+    assert a.leaves() == b.leaves()
     assert np.array_equal(a.memberships(), b.memberships())
     for c in a.leaves():
         assert np.array_equal(a.states[c].weights, b.states[c].weights)  # exact, not allclose
@@ -135,6 +145,23 @@ def test_a_checkpoint_round_trips_the_whole_coordinator_state(tmp_path: Path) ->
     assert all("pickle" not in p.name for p in tmp_path.rglob("*"))
 
 
+def test_a_distributed_run_restarts_distributed_with_its_client_records(tmp_path: Path) -> None:
+    params = _params(partition_schedule=(4,))
+    ref = distributed(CohortTraining(_runner(), params, seed=3))
+    run = distributed(CohortTraining(_runner(), params, seed=3))
+    for _ in range(9):
+        ref.step()
+        run.step()
+    save(run, tmp_path)
+    del run
+    back = load(tmp_path, _runner(), params)
+    assert isinstance(back.engine, DistributedEngine) and back.engine.records == {}
+    for _ in range(9):
+        ref.step()
+        back.step()
+    _assert_same_run_so_far(ref, back)
+
+
 def test_restart_with_other_params_is_refused(tmp_path: Path) -> None:
     run = CohortTraining(_runner(), _params(), seed=1)
     run.step()
@@ -143,3 +170,43 @@ def test_restart_with_other_params_is_refused(tmp_path: Path) -> None:
         load(tmp_path, _runner(), _params(p_total=10))
     with pytest.raises(FileNotFoundError):
         load(tmp_path / "empty", _runner(), _params())
+
+
+def _worker(directory: str, rounds: int) -> None:
+    """The coordinator as its own process (run by the SIGKILL test): checkpoints every step."""
+    params = _params(partition_schedule=SCHEDULE, ckpt_every=1)
+    checkpointed(_runner(), params, directory, seed=5).run(rounds, eval_every=100)
+
+
+def test_a_coordinator_killed_with_sigkill_resumes_from_its_last_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """A real process, killed by SIGKILL at an arbitrary point (mid-round or mid-write)."""
+    rounds, kill_after = 40, 20
+    params = _params(partition_schedule=SCHEDULE, ckpt_every=1)
+    ref = CohortTraining(_runner(), params, seed=5)
+    ref.run(rounds, eval_every=100)
+    module = "tests.auxo.training.test_checkpoint"
+    cmd = [sys.executable, "-m", module, str(tmp_path), str(rounds)]
+    proc = subprocess.Popen(cmd, cwd=REPO)
+    try:
+        while (folder := latest(tmp_path)) is None or int(folder.name[5:]) < kill_after:
+            assert proc.poll() is None, "the worker ended before it was killed"
+            time.sleep(0.002)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -9  # killed, it did not finish
+    folder = latest(tmp_path)
+    assert folder is not None
+    resumed = int(json.loads((folder / "state.json").read_text())["steps"])
+    steps_on_disk = [int(p.name[5:]) for p in tmp_path.glob("step-*")]
+    assert kill_after <= resumed < len(ref.log) and max(steps_on_disk) <= resumed + 1
+    restarted = checkpointed(_runner(), params, tmp_path, seed=5)
+    assert len(restarted.log) == resumed
+    restarted.run(rounds, eval_every=100)
+    _assert_same_run(ref, restarted)
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1], int(sys.argv[2]))
