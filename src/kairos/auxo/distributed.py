@@ -29,7 +29,7 @@ from kairos.auxo.clustering import NO_LABEL
 from kairos.auxo.engine import AuxoEngine, best_leaf
 from kairos.auxo.matching import AffinityRequest
 from kairos.auxo.params import AuxoParams
-from kairos.auxo.rewards import AffinityEntry, apply_feedback, inherit
+from kairos.auxo.rewards import AffinityEntry, apply_feedback, inherit, is_known
 from kairos.auxo.selection import select_cohort
 from kairos.auxo.training import CohortTraining
 
@@ -123,7 +123,8 @@ class DistributedEngine(AuxoEngine):
             if req is None or req.cohort_id != cohort:
                 req = AffinityRequest(int(c))  # no claim for this cohort: a new member
             labels.append(NO_LABEL if req.label is None else req.label)
-            known.append(req.reward is not None and req.reward > 0)
+            claim = {} if req.reward is None else {cohort: AffinityEntry(req.reward)}
+            known.append(is_known(claim, cohort))
         return np.array(labels), np.array(known, dtype=bool)
 
     def _feedback(

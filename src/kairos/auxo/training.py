@@ -11,7 +11,7 @@ One step is one round of one leaf, and the leaf that runs next is the one whose 
 earliest (cohorts advance asynchronously, spec 3.8):
 
 1. MATCH: every online, free client without a current request checks in, learns the current
-   tree, picks a leaf by decaying epsilon-greedy (`engine.select`) and sends its affinity
+   tree, picks a leaf by decaying epsilon-greedy (`engine.request`) and sends its affinity
    request, which `matching.match` resolves to a leaf. A request stays until the client has
    trained (it then re-chooses, spec 2.3 stage 4) or the tree changes (a split);
 2. SELECT/EXECUTE/AGGREGATE: the leaf's round on the shared `RoundRunner`: ceil(1.3 P_m) of its

@@ -50,6 +50,15 @@ def test_scheduled_splits_give_identical_trajectories() -> None:
     _assert_identical(central, dist)
 
 
+def test_merges_counted_by_client_reports_give_identical_trajectories() -> None:
+    """The optional merge: the coordinator counts members from the clients' reports."""
+    central, dist = _pair(
+        5, 20, partition_schedule=(5, 9), merge=True, merge_rounds=1, merge_fraction=0.3
+    )
+    assert any(node.removed for node in central.engine.tree.nodes.values())
+    _assert_identical(central, dist)
+
+
 def test_criteria_driven_splits_give_identical_trajectories() -> None:
     central, dist = _pair(1, 30, total_rounds=30)
     assert len(central.engine.tree.splits) >= 1  # the heterogeneity test did split
