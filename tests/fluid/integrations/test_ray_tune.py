@@ -4,6 +4,7 @@ ones Fluid chose."""
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 from pathlib import Path
 
@@ -46,7 +47,11 @@ def test_asha_runs_with_fluid_widths_as_placement_groups(local_ray: None, tmp_pa
         assert set(history["fluid_gang_in_trial_group"]) == {1}
         assert widths <= chosen[trial_id], (trial_id, widths, chosen[trial_id])
         epochs = list(history["epoch"])  # after a restore Tune keeps the rows from there on
-        assert epochs == list(range(epochs[0], epochs[0] + len(epochs)))  # no gap, no restart
+        # Never a restart: a trial restored from an older checkpoint, or from scratch, would
+        # repeat an epoch. A row may be missing: under load Tune can drop the report a trial
+        # made while it was being paused, although that epoch's checkpoint was kept (seen once
+        # in CI as [1, 3, 4]); the state still continues, which the next line checks.
+        assert all(b > a for a, b in itertools.pairwise(epochs)), epochs
         assert epochs[-1] == result.metrics["training_iteration"]  # state came from checkpoints
         last_epoch[trial_id] = epochs[-1]
     assert any(d["why"] == "dynamic" for d in fluid.decisions), fluid.decisions
