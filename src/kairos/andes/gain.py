@@ -158,7 +158,50 @@ def serve_wait_gain(
     for block in grid_blocks(n, nb):
         part = state.rows(block)
         first = now + start_delay[block, None] + np.where(needs_decode[block, None], tau, 0.0)
-        q_serve[block] = qs = qoe_at_horizon(part, horizon, first, tau)
+        q_serve[block] = qs = _served_qoe(part, horizon, first, tau)
         q_wait[block] = qw = qoe_if_waiting(part, horizon)[:, 0]
         gain[block] = np.maximum(np.nan_to_num(qs - qw[:, None], nan=0.0), 0.0)
     return gain, q_serve, q_wait
+
+
+def _served_qoe(
+    state: StreamState, horizon: float, first: np.ndarray, tau: np.ndarray
+) -> np.ndarray:
+    """`qoe_at_horizon` for finite first-token times and positive step times, in fewer passes.
+
+    The decision's hot path. Row-only terms are computed once per row, and branches whose
+    other side is provably zero are folded into products (r >= 0 and the undelivered count
+    >= 0 on open rows; at r = 0 both `added` branches are zero). Only the sign of a zero can
+    differ inside, never the result: a property test checks equality with `qoe_at_horizon`.
+    """
+    k = state.delivered[:, None].astype(np.float64)
+    s = state.speed[:, None]
+    d = state.lag[:, None]
+    ideal0 = (state.arrival + state.ttft)[:, None]
+    m_h = state.due(horizon)[:, None]
+    owed = m_h - k
+    limit = np.minimum(state.remaining_cap[:, None], owed)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ahead = horizon - first
+        r = np.maximum(np.minimum(np.floor(ahead / tau + 1e-9) + 1.0, limit), 0.0)
+        r *= ahead >= 0
+        l1 = first - (ideal0 + k / s)
+        g = tau - 1.0 / s
+        rising = g >= 0
+        q_fall = np.minimum(np.maximum(np.floor((d - l1) / g) + 1.0, 0.0), r)
+        q_star = np.where(g > 0, q_fall, r * (l1 <= d))
+        r_1 = r - 1.0
+        added_rising = (
+            q_star * d + (r - q_star) * l1 + g * (r * r_1 - q_star * (q_star - 1.0)) / 2.0
+        )
+        lag_r_falling = np.maximum(d, l1)
+        lag_r = np.where(rising, np.maximum(d, l1 + r_1 * g), lag_r_falling)
+        lag_r = np.where(r > 0, lag_r, d)
+        added = np.where(rising, added_rising, r * lag_r_falling)
+        undelivered = owed - r
+        tail_lag = np.maximum(lag_r, horizon - (ideal0 + (k + r) / s))
+        added += undelivered * tail_lag
+        lag_m = np.where(undelivered > 0, tail_lag, lag_r)
+        q = closed_form_qoe(m_h, lag_m, state.lag_sum[:, None] + added, s)
+    q *= (k + r) != 0  # nothing delivered while tokens are due: QoE 0
+    return np.where(owed > 0, q, np.nan)

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kairos.andes.gain import grid_blocks
-
 
 @dataclass(frozen=True)
 class Packing:
@@ -73,38 +71,11 @@ def greedy_pack(
 ) -> Packing:
     """Pack for each B (column j of `gains`/`priority` belongs to `batches[j]`) and keep the best.
 
-    Ties in objective go to the larger B: serving more at equal value costs nothing. Columns
-    are packed a few at a time, then the best one again for its selection.
+    Ties in objective go to the larger B: serving more at equal value costs nothing.
     """
     n, nb = gains.shape
     if nb == 0 or n == 0:
         return Packing(0, np.zeros(n, dtype=bool), 0.0, np.zeros(nb))
-    # a few columns at a time, so that no temporary is a whole (n, nb) grid (see gain.py)
-    objectives = np.empty(nb)
-    for cols in grid_blocks(nb, n):
-        objectives[cols] = _pack_columns(
-            gains[:, cols], priority[:, cols], lengths, capacity, batches[cols], skip
-        )[2]
-    best = int(np.flatnonzero(objectives >= objectives.max() - 1e-12)[-1])
-    keep = slice(best, best + 1)
-    order, take, _ = _pack_columns(
-        gains[:, keep], priority[:, keep], lengths, capacity, batches[keep], skip
-    )
-    selected = np.zeros(n, dtype=bool)
-    selected[order[take[:, 0], 0]] = True
-    return Packing(int(batches[best]), selected, float(objectives[best]), objectives)
-
-
-def _pack_columns(
-    gains: np.ndarray,
-    priority: np.ndarray,
-    lengths: np.ndarray,
-    capacity: int,
-    batches: np.ndarray,
-    skip: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(order (n, nb), take (n, nb) in that order, objective per column) for a few columns."""
-    n = gains.shape[0]
     # sorted along the contiguous axis (one row per B), then back to (n, nb): the same order,
     # a third faster than a strided sort down the columns
     order = np.argsort(np.ascontiguousarray(-priority.T), axis=1, kind="stable").T
@@ -117,7 +88,11 @@ def _pack_columns(
         count = np.minimum(first_misfit, batches)
         take = np.arange(n)[:, None] < count[None, :]
     ordered_gain = np.take_along_axis(gains, order, axis=0)
-    return order, take, (ordered_gain * take).sum(axis=0)
+    objectives = (ordered_gain * take).sum(axis=0)
+    best = int(np.flatnonzero(objectives >= objectives.max() - 1e-12)[-1])
+    selected = np.zeros(n, dtype=bool)
+    selected[order[take[:, best], best]] = True
+    return Packing(int(batches[best]), selected, float(objectives[best]), objectives)
 
 
 def _skip_fill(ordered_len: np.ndarray, capacity: int, batches: np.ndarray) -> np.ndarray:
