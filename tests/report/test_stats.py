@@ -115,3 +115,30 @@ def test_paired_ratio_refuses_what_cannot_pair() -> None:
         paired_ratio([1.0, math.inf], [1.0, 1.0])
     one = paired_ratio([2.0], [1.0])
     assert one.geo_mean == 2.0 and math.isnan(one.lo)  # one seed says nothing about spread
+
+
+def test_paired_ratio_on_a_textbook_case() -> None:
+    # log-ratios 0, 0.1, 0.2: mean 0.1, sample sd 0.1, se 0.1/sqrt(3); t(0.975, 2) = 4.302653
+    # (printed t tables), so the 95% interval of the mean log is 0.1 -/+ 0.248414 (by hand)
+    r = paired_ratio([1.0, math.exp(0.1), math.exp(0.2)], [1.0, 1.0, 1.0])
+    assert r.geo_mean == pytest.approx(math.exp(0.1), rel=1e-9)
+    assert r.lo == pytest.approx(math.exp(0.1 - 0.248414), rel=1e-5)
+    assert r.hi == pytest.approx(math.exp(0.1 + 0.248414), rel=1e-5)
+    assert (r.lo, r.hi) == pytest.approx((0.86207, 1.41682), abs=1e-5)
+    assert r.wins == 2 and not r.resolves() and not r.can_resolve(1.05)
+    # and the same interval as scipy's one-sample t-test on the logs
+    ci = sps.ttest_1samp(np.log(r.ratios), 0.0).confidence_interval(0.95)
+    assert (math.log(r.lo), math.log(r.hi)) == pytest.approx((ci.low, ci.high), rel=1e-9)
+
+
+def test_can_resolve_needs_a_narrow_interval_and_more_than_one_seed() -> None:
+    rng = np.random.default_rng(0)
+    noise = np.exp(rng.normal(0.0, 0.05, size=20))  # per-seed spread like Venn's tables
+    many = paired_ratio(list(1.05 * noise), [1.0] * 20)
+    few = paired_ratio(list(1.05 * noise[:2]), [1.0, 1.0])
+    assert many.can_resolve(1.05) and many.resolves()
+    assert not few.can_resolve(1.05)
+    assert not paired_ratio([2.0], [1.0]).can_resolve(10.0)
+    cols = many.columns("x")
+    assert cols["x"] == many.geo_mean and cols["seeds"] == 20
+    assert (cols["x_lo"], cols["x_hi"], cols["x_wins"]) == (many.lo, many.hi, many.wins)

@@ -117,6 +117,27 @@ class PairedRatio(BaseModel):
         """Whether the interval excludes 1 (a difference, not a tie, at this many seeds)."""
         return bool(self.lo > 1 or self.hi < 1)
 
+    def can_resolve(self, effect: float = 1.05) -> bool:
+        """Whether these seeds could tell a ratio of `effect` from 1: the interval, centred on
+        1, would exclude `effect` (its half-width on the log scale is below `log(effect)`).
+
+        A table run on too few seeds says so instead of calling an overlap a tie; one seed
+        (no interval) never can."""
+        if not (self.n > 1 and math.isfinite(self.lo) and math.isfinite(self.hi)):
+            return False
+        return bool(math.log(self.hi / self.lo) / 2 < math.log(effect))
+
+    def columns(self, prefix: str) -> dict[str, float | int]:
+        """The summary as flat table columns `<prefix>`, `<prefix>_lo`, `<prefix>_hi`,
+        `<prefix>_wins` and `seeds`: what every per-seed paired table prints."""
+        return {
+            prefix: self.geo_mean,
+            f"{prefix}_lo": self.lo,
+            f"{prefix}_hi": self.hi,
+            f"{prefix}_wins": self.wins,
+            "seeds": self.n,
+        }
+
 
 def paired_ratio(
     baseline: Sequence[float], ours: Sequence[float], level: float = 0.95

@@ -14,6 +14,7 @@ import kairos.venn.experiments.paper as paper
 from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
 from kairos.report import print_table
+from kairos.report.stats import PairedRatio
 from kairos.venn.experiments.common import (
     BASELINES,
     FULL_SEEDS,
@@ -28,6 +29,8 @@ from kairos.venn.experiments.common import (
 from kairos.venn.experiments.point import VennPoint
 
 PREFIXES = ("", "paper_", "srsf_")
+SUFFIXES = {"": ("", "_lo", "_hi"), "paper_": ("",), "srsf_": ("",)}
+CI_COLS = (("low", ""), ("low", "_lo"), ("low", "_hi"), ("paper_low", ""))
 QUICK = {"workloads": ["even"], "seeds": list(QUICK_SEEDS), "round_scale": 0.025}
 
 
@@ -58,9 +61,13 @@ def table4_1(cfg: TableConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     if all((w, "venn") in by for w in cfg.workloads):
         summary["max_venn_speedup"] = max(by[(w, "venn")]["speedup"] for w in cfg.workloads)
     for w in cfg.workloads:
-        if (w, "venn") in by and (w, "srsf") in by:
-            ratio = by[(w, "venn")]["speedup"] / by[(w, "srsf")]["speedup"]
-            summary[f"{w}_venn_over_srsf"] = ratio
+        if (w, "venn") in by and "vs_srsf" in by[(w, "venn")]:
+            v = by[(w, "venn")]
+            # SRSF's mean JCT over Venn's, paired seed by seed: geometric mean [95% CI], seeds
+            summary[f"{w}_srsf_over_venn"] = v["vs_srsf"]
+            summary[f"{w}_srsf_over_venn_ci95"] = [v["vs_srsf_lo"], v["vs_srsf_hi"]]
+            summary[f"{w}_seeds"] = v["seeds"]
+            summary[f"{w}_resolves_5pct"] = v["resolves_5pct"]
             p = paper.TABLE_4_1[w]
             summary[f"{w}_paper_venn_over_srsf"] = p["venn"] / p["srsf"]
     publish(ctx, "table4_1", cfg, rows, "Table 4.1: speed-up over Random (ours vs paper)", summary)
@@ -96,15 +103,19 @@ def table4_2_3(cfg: TableConfig, ctx: ExperimentContext) -> list[dict[str, Any]]
         demand = np.array([j["total_demand"] for j in mine[0]["jobs_table"]], dtype=float)
         row: dict[str, Any] = {"workload": w}
         for pct in (25, 50, 75):
-            row[f"low{pct}"] = subset_speedup(mine, "venn", by_demand(pct))
+            _put(row, f"low{pct}", subset_speedup(mine, "venn", by_demand(pct)))
             row[f"paper_low{pct}"] = paper.TABLE_4_2[w][pct]
         for cls in paper.CLASS_NAMES:
-            row[cls] = subset_speedup(mine, "venn", by_class(cls))
+            _put(row, cls, subset_speedup(mine, "venn", by_class(cls)))
             row[f"paper_{cls}"] = paper.TABLE_4_3[w][cls]
-            row[f"srsf_{cls}"] = subset_speedup(mine, "srsf", by_class(cls))
+            _put(row, f"srsf_{cls}", subset_speedup(mine, "srsf", by_class(cls)))
         row["jobs"] = int(demand.size)
         rows.append(row)
-    show_42 = ["workload", *(f"{p}{n}" for n in (25, 50, 75) for p in ("low", "paper_low"))]
+    show_42 = [
+        "workload",
+        *(f"{p}{n}{s}" for n in (25, 50, 75) for p, s in CI_COLS),
+        "seeds",
+    ]
     print_table([{k: r[k] for k in show_42} for r in rows], title="Table 4.2 (ours vs paper)")
     publish(
         ctx,
@@ -112,7 +123,11 @@ def table4_2_3(cfg: TableConfig, ctx: ExperimentContext) -> list[dict[str, Any]]
         cfg,
         rows,
         "Table 4.3: Venn's speed-up over Random by class (ours, paper, SRSF's)",
-        columns=["workload", *(f"{p}{c}" for c in paper.CLASS_NAMES for p in PREFIXES)],
+        columns=[
+            "workload",
+            *(f"{p}{c}{s}" for c in paper.CLASS_NAMES for p in PREFIXES for s in SUFFIXES[p]),
+            "seeds",
+        ],
     )
     keys = ["low25", "low50", "low75", *paper.CLASS_NAMES]
     bar_plot(
@@ -125,6 +140,14 @@ def table4_2_3(cfg: TableConfig, ctx: ExperimentContext) -> list[dict[str, Any]]
         "Tables 4.2 / 4.3",
     )
     return rows
+
+
+def _put(row: dict[str, Any], col: str, pr: PairedRatio | None) -> None:
+    """A subset's paired speed-up as `col`, `col_lo`, `col_hi` (NaN when no seed had one)."""
+    if pr is None:
+        row.update({col: float("nan"), f"{col}_lo": float("nan"), f"{col}_hi": float("nan")})
+        return
+    row.update({k: v for k, v in pr.columns(col).items() if k != f"{col}_wins"})
 
 
 class BiasedConfig(BaseModel):
