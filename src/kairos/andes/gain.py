@@ -154,20 +154,22 @@ def serve_wait_gain(
     tau = np.atleast_1d(np.asarray(tau, dtype=np.float64))[None, :]
     n, nb = len(state), tau.shape[1]
     gain, q_serve = out if out is not None else (np.empty((n, nb)), np.empty((n, nb)))
-    q_wait = np.empty(n)
+    q_wait = qoe_if_waiting(state, horizon)[:, 0]
     for block in grid_blocks(n, nb):
-        part = state.rows(block)
-        first = now + start_delay[block, None] + np.where(needs_decode[block, None], tau, 0.0)
-        q_serve[block] = qs = _served_qoe(part, horizon, first, tau)
-        q_wait[block] = qw = qoe_if_waiting(part, horizon)[:, 0]
-        gain[block] = np.maximum(np.nan_to_num(qs - qw[:, None], nan=0.0), 0.0)
+        # tau * True is tau and tau * False is 0.0: the `where` of the spec, one pass cheaper
+        first = now + start_delay[block, None] + tau * needs_decode[block, None]
+        qs = q_serve[block]
+        _served_qoe(state.rows(block), horizon, first, tau, out=qs)
+        # fmax drops the NaN of buffered rows: their gain is 0
+        np.fmax(np.subtract(qs, q_wait[block, None], out=gain[block]), 0.0, out=gain[block])
     return gain, q_serve, q_wait
 
 
 def _served_qoe(
-    state: StreamState, horizon: float, first: np.ndarray, tau: np.ndarray
-) -> np.ndarray:
-    """`qoe_at_horizon` for finite first-token times and positive step times, in fewer passes.
+    state: StreamState, horizon: float, first: np.ndarray, tau: np.ndarray, out: np.ndarray
+) -> None:
+    """`qoe_at_horizon` for finite first-token times and positive step times, in fewer passes,
+    written into `out`.
 
     The decision's hot path. Row-only terms are computed once per row, and branches whose
     other side is provably zero are folded into products (r >= 0 and the undelivered count
@@ -204,4 +206,4 @@ def _served_qoe(
         lag_m = np.where(undelivered > 0, tail_lag, lag_r)
         q = closed_form_qoe(m_h, lag_m, state.lag_sum[:, None] + added, s)
     q *= (k + r) != 0  # nothing delivered while tokens are due: QoE 0
-    return np.where(owed > 0, q, np.nan)
+    np.copyto(out, np.where(owed > 0, q, np.nan))

@@ -28,6 +28,7 @@ from kairos.andes.gain import serve_wait_gain
 from kairos.andes.policies.exact import solve_exact_all
 from kairos.andes.policies.greedy import Packing, batch_bounds, candidate_batches, greedy_pack
 from kairos.andes.policies.refiner import VictimCost, refine
+from kairos.andes.policies.scratch import Scratch
 from kairos.andes.policies.snapshot import Snapshot, take_snapshot
 from kairos.andes.policy import (
     Decision,
@@ -77,7 +78,7 @@ class AndesPolicy:
         self.name = name
         self.solves = 0
         self._victims: list[str] = []
-        self._scratch = np.empty(0)
+        self._scratch = Scratch()  # the solve's grids, reused (see scratch.py)
 
     # -- when to solve -----------------------------------------------------------------
     def _triggered(self, view: SchedulerView) -> bool:
@@ -129,7 +130,9 @@ class AndesPolicy:
         b_min, b_max = batch_bounds(snap.blocks, capacity, tau, s_max, view.max_num_seqs)
         batches = candidate_batches(b_min, b_max, cfg.max_b_candidates, keep=len(view.running))
         taus = tau(batches)
-        gain_grid, serve_grid, priority = self._grids(len(snap.requests), len(batches))
+        grid = (len(snap.requests), len(batches))
+        gain_grid, serve_grid = self._scratch.take("gain", grid), self._scratch.take("serve", grid)
+        priority = self._scratch.take("priority", grid)
         gain, q_serve, q_wait = serve_wait_gain(
             snap.state,
             view.now,
@@ -201,16 +204,6 @@ class AndesPolicy:
             victim_mode=PreemptMode.SWAP if cfg.prefer_swap else PreemptMode.RECOMPUTE,
         )
 
-    def _grids(self, n: int, nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Three (n, nb) float64 grids, reused from solve to solve: fresh ones this big are
-        mapped and page-faulted anew each time (see kairos.andes.gain), which cost the
-        decision about 1 ms at N=1000 and 49 batch sizes. Nothing outlives `_solve`."""
-        size = n * nb
-        if self._scratch.size < 3 * size:
-            self._scratch = np.empty(6 * size)  # headroom: N grows a little between solves
-        a, b, c = self._scratch[: 3 * size].reshape(3, n, nb)
-        return a, b, c
-
     def _objective_value(
         self, snap: Snapshot, now: float, gain: np.ndarray, q_serve: np.ndarray, q_wait: np.ndarray
     ) -> np.ndarray:
@@ -240,7 +233,13 @@ class AndesPolicy:
     ) -> Packing:
         if self.config.solver == "greedy":
             return greedy_pack(
-                value, priority, blocks, capacity, batches, skip=self.config.on_misfit == "skip"
+                value,
+                priority,
+                blocks,
+                capacity,
+                batches,
+                skip=self.config.on_misfit == "skip",
+                scratch=self._scratch,
             )
         unit = max(1, -(-capacity // self.config.dp_memory_units))
         q_len = -(-blocks // unit)  # round sizes up: the DP's choice always fits for real

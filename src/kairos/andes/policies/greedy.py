@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kairos.andes.policies.rowsort import stable_argsort_rows
+from kairos.andes.policies.scratch import Scratch
+
 
 @dataclass(frozen=True)
 class Packing:
@@ -68,6 +71,7 @@ def greedy_pack(
     batches: np.ndarray,
     *,
     skip: bool = False,
+    scratch: Scratch | None = None,
 ) -> Packing:
     """Pack for each B (column j of `gains`/`priority` belongs to `batches[j]`) and keep the best.
 
@@ -76,23 +80,40 @@ def greedy_pack(
     n, nb = gains.shape
     if nb == 0 or n == 0:
         return Packing(0, np.zeros(n, dtype=bool), 0.0, np.zeros(nb))
-    # sorted along the contiguous axis (one row per B), then back to (n, nb): the same order,
-    # a third faster than a strided sort down the columns
-    order = np.argsort(np.ascontiguousarray(-priority.T), axis=1, kind="stable").T
-    ordered_len = lengths[order]
+    # one row per B: sorted, gathered and summed along the contiguous axis
+    # (fresh (n, nb) temporaries are costly, see kairos.andes.gain: make as few as possible)
+    work = scratch or Scratch()
+    order = stable_argsort_rows(np.negative(priority.T, out=work.take("keys", (nb, n))))
+    ordered_len = np.take(lengths, order, out=work.take("lengths", (nb, n), lengths.dtype))
     if skip:
-        take = _skip_fill(ordered_len, capacity, batches)
+        take = _skip_fill(ordered_len.T, capacity, batches)
+        objectives = (np.take_along_axis(gains, order.T, axis=0) * take).sum(axis=0)
+        best = _best(objectives)
+        chosen = order[best, take[:, best]]
     else:
-        fits_mem = np.cumsum(ordered_len, axis=0) <= capacity
-        first_misfit = np.where(fits_mem.all(axis=0), n, np.argmin(fits_mem, axis=0))
+        fits_mem = np.cumsum(ordered_len, axis=1, out=ordered_len) <= capacity
+        first_misfit = np.where(fits_mem.all(axis=1), n, np.argmin(fits_mem, axis=1))
         count = np.minimum(first_misfit, batches)
-        take = np.arange(n)[:, None] < count[None, :]
-    ordered_gain = np.take_along_axis(gains, order, axis=0)
-    objectives = (ordered_gain * take).sum(axis=0)
-    best = int(np.flatnonzero(objectives >= objectives.max() - 1e-12)[-1])
+        # the selection at B is a prefix of the order, so its objective is a running sum read
+        # at the prefix's end: cumsum adds in order, exactly as a sum down the columns would
+        flat = np.multiply(order, nb, out=work.take("flat", (nb, n), np.intp))
+        flat += np.arange(nb)[:, None]  # order[j, i] * nb + j: gains[order[j, i], j] flattened
+        ordered_gain = np.take(gains, flat, out=work.take("ordered_gain", (nb, n)))
+        if nb > 1:
+            running = np.cumsum(ordered_gain, axis=1, out=ordered_gain)
+            objectives = np.where(count > 0, running[np.arange(nb), np.maximum(count - 1, 0)], 0.0)
+        else:  # one B: numpy sums a single column pairwise, not in order; do the same
+            objectives = (ordered_gain[0] * (np.arange(n) < count[0])).sum(keepdims=True)
+        best = _best(objectives)
+        chosen = order[best, : count[best]]
     selected = np.zeros(n, dtype=bool)
-    selected[order[take[:, best], best]] = True
+    selected[chosen] = True
     return Packing(int(batches[best]), selected, float(objectives[best]), objectives)
+
+
+def _best(objectives: np.ndarray) -> int:
+    """The largest B whose objective ties the best: serving more at equal value costs nothing."""
+    return int(np.flatnonzero(objectives >= objectives.max() - 1e-12)[-1])
 
 
 def _skip_fill(ordered_len: np.ndarray, capacity: int, batches: np.ndarray) -> np.ndarray:
