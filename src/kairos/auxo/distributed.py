@@ -115,6 +115,10 @@ class DistributedEngine(AuxoEngine):
         leaves = self.tree.leaves()
         return {int(c): self.clients.agent(c).membership(leaves) for c in client_ids}
 
+    def forget(self, client_id: int) -> None:
+        """The device lost its own record; its random stream carries on."""
+        self.clients.agent(client_id).record.clear()
+
     def _claims(self, cohort: str, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         labels: list[int] = []
         known: list[bool] = []

@@ -102,6 +102,10 @@ class AuxoEngine:
             None if entry is None else entry.reward,
         )
 
+    def forget(self, client_id: int) -> None:
+        """The client lost its affinity record (spec 3.11): it starts again as a new client."""
+        self.records.pop(int(client_id), None)
+
     def membership(self, client_ids: Sequence[int]) -> dict[int, str]:
         leaves = self.tree.leaves()
         return {int(c): best_leaf(self.record(c), leaves) for c in client_ids}

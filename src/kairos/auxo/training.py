@@ -37,6 +37,7 @@ from kairos.auxo.evaluation import CohortEval, Usage, evaluate_cohorts, membersh
 from kairos.auxo.matching import match
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.rewards import AffinityEntry
+from kairos.auxo.robustness import Faults, loss_schedule, lost_records, privatize
 from kairos.fl.learning import (
     FederatedDataset,
     History,
@@ -77,6 +78,7 @@ class CohortTraining:
     params: AuxoParams
     seed: int = 0
     on_step: Callable[[CohortTraining, LeafRound], None] | None = None  # e.g. a checkpointer
+    faults: Faults = field(default_factory=Faults)  # E6: LDP on features, record loss
     engine: AuxoEngine = field(init=False)
     states: dict[str, TrainingState] = field(init=False, default_factory=dict)
     rngs: dict[str, np.random.Generator] = field(init=False, default_factory=dict)
@@ -86,6 +88,8 @@ class CohortTraining:
     usage: Usage = field(init=False, default_factory=Usage)
     log: list[LeafRound] = field(init=False, default_factory=list)
     reports: list[RoundReport] = field(init=False, default_factory=list)
+    loss_at: dict[int, float] = field(init=False, default_factory=dict)  # faults, mode "once"
+    wiped: set[int] = field(init=False, default_factory=set)
 
     def __post_init__(self) -> None:
         if self.params.p_total < 1:
@@ -96,6 +100,9 @@ class CohortTraining:
         self.rngs["0"] = self._leaf_rng("0")
         self.free_at = np.zeros(len(self.runner.dataset))
         self.idle_streak["0"] = 0
+        self.loss_at = loss_schedule(
+            len(self.runner.dataset), self.params.total_rounds, self.faults, self.seed
+        )
 
     def _leaf_rng(self, cohort: str) -> np.random.Generator:
         path = [int(p) for p in cohort.split(".")]
@@ -180,6 +187,7 @@ class CohortTraining:
             split,
         )
         self.log.append(entry)
+        self._lose_scheduled_records()
         if self.on_step is not None:
             self.on_step(self, entry)
         return entry
@@ -204,11 +212,26 @@ class CohortTraining:
         for c in parts.tolist():
             self.requests.pop(int(c), None)  # trained: it chooses again at its next check-in
         self.engine.tree.set_weights(m, state.weights)
-        report = self.engine.observe(m, state.round, parts.tolist(), res.updates)
+        ids = parts.tolist()
+        view = privatize(res.updates, ids, m, state.round, self.faults, self.seed)
+        report = self.engine.observe(m, state.round, ids, view)
         self.reports.append(report)
+        for c in lost_records(ids, m, state.round, self.faults, self.seed):
+            self.engine.forget(c)  # the client restarts as new (spec 3.11)
         if report.split is None:
             return None
         return self._spawn(m, report.split.children)
+
+    def _lose_scheduled_records(self) -> None:
+        """Faults, mode "once": clients whose loss time the run has reached restart as new."""
+        if not self.loss_at:
+            return
+        progress = self.progress
+        for c, at in self.loss_at.items():
+            if at <= progress and c not in self.wiped:
+                self.wiped.add(c)
+                self.engine.forget(c)
+                self.requests.pop(c, None)
 
     def _spawn(self, parent: str, children: tuple[str, ...]) -> tuple[str, ...]:
         """The children of a split start from clones of the parent's training state."""

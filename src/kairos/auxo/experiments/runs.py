@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kairos.auxo.evaluation import cluster_scores
 from kairos.auxo.params import AuxoParams
+from kairos.auxo.robustness import Faults
 from kairos.auxo.training import FLOAT_BYTES, CohortTraining
 from kairos.fl.learning import (
     AlgorithmName,
@@ -36,6 +37,7 @@ from kairos.fl.learning import (
     device_population,
     federated_digits,
     federated_synthetic,
+    flip_labels,
     make_algorithm,
     make_model,
 )
@@ -76,6 +78,7 @@ class DataConfig(BaseModel):
     label_alpha: float | None = Field(None, gt=0, description="Dirichlet label skew")
     min_count: int = Field(100, ge=2)
     transform: Literal["permute", "rotate", "none"] = "rotate"  # digits only
+    flip_fraction: float = Field(0.0, ge=0, le=1, description="clients with flipped labels (E6)")
 
 
 class RunConfig(BaseModel):
@@ -101,9 +104,27 @@ class RunConfig(BaseModel):
     auxo: dict[str, Any] = Field(default_factory=lambda: dict(AUXO_DEFAULTS))
     split_at: int | None = Field(None, ge=0, description="arm 'forced': partition round")
     cohorts: int | None = Field(None, ge=2, description="arm 'forced': M (default: n_groups)")
+    ldp_sigma: float | None = Field(None, ge=0, description="E6: LDP noise on clustering features")
+    ldp_clip: float = Field(1.0, gt=0, description="E6: LDP clip C")
+    record_loss: float = Field(0.0, ge=0, le=1, description="E6: affinity-record loss rate")
+    record_loss_mode: Literal["once", "per_round"] = "once"
 
 
 def build_dataset(cfg: RunConfig) -> FederatedDataset:
+    """The seed's population (with `flip_fraction`, some clients' labels flipped)."""
+    return corrupted_dataset(cfg)[0]
+
+
+def corrupted_dataset(cfg: RunConfig) -> tuple[FederatedDataset, np.ndarray]:
+    """The seed's population and the ids of its label-flipping clients (none when clean):
+    the same clean population for every flip fraction, so E6's runs stay paired."""
+    ds = _clean_dataset(cfg)
+    if cfg.data.flip_fraction <= 0:
+        return ds, np.zeros(0, dtype=np.int64)
+    return flip_labels(ds, cfg.data.flip_fraction, np.random.default_rng([cfg.seed, 13]))
+
+
+def _clean_dataset(cfg: RunConfig) -> FederatedDataset:
     d = cfg.data
     rng = np.random.default_rng([cfg.seed, 10])
     if d.kind == "digits":
@@ -193,9 +214,10 @@ def history_columns(history: History) -> dict[str, list[float]]:
 
 def run_arm(cfg: RunConfig) -> dict[str, Any]:
     """Train one arm of one seed and measure it (the sweep's point function)."""
-    runner = build_runner(cfg)
-    ds = runner.dataset
-    training = CohortTraining(runner, auxo_params(cfg, len(ds)), seed=cfg.seed)
+    ds, flipped = corrupted_dataset(cfg)
+    runner = build_runner(cfg, ds)
+    faults = Faults(cfg.ldp_sigma, cfg.ldp_clip, cfg.record_loss, cfg.record_loss_mode)
+    training = CohortTraining(runner, auxo_params(cfg, len(ds)), seed=cfg.seed, faults=faults)
     history = None
     if cfg.arm == "forced":
         if cfg.split_at is None:
@@ -210,6 +232,8 @@ def run_arm(cfg: RunConfig) -> dict[str, Any]:
     s = final.point.stats
     usage = training.usage
     splits = [f"{r.parent}@{r.round}" for r in training.engine.tree.splits]
+    honest = np.ones(len(ds), dtype=bool)
+    honest[flipped] = False
     return {
         "seed": cfg.seed,
         "arm": cfg.arm,
@@ -217,6 +241,7 @@ def run_arm(cfg: RunConfig) -> dict[str, Any]:
         "final_p10": s.p10,
         "final_p90": s.p90,
         "final_variance": s.variance,
+        "final_mean_honest": float(np.mean(final.accuracy[honest])),
         "best_mean": history.best(),
         "end_time": history.final.time,
         "leaves": len(final.leaves),

@@ -26,6 +26,7 @@ from kairos.fl.learning.clock import (
     SessionAvailability,
     device_population,
 )
+from kairos.fl.learning.corruption import flip_labels, flipped_label
 from kairos.fl.learning.dataset import ClientData, FederatedDataset
 from kairos.fl.learning.digits import federated_digits, group_permutations, load_digits_arrays
 from kairos.fl.learning.local import (
@@ -93,6 +94,8 @@ __all__ = [
     "evaluate_clients",
     "federated_digits",
     "federated_synthetic",
+    "flip_labels",
+    "flipped_label",
     "group_permutations",
     "load_digits_arrays",
     "local_train",
