@@ -71,7 +71,7 @@ def test_calibrate_then_serve_then_loadgen(
         cli, ["serve", "--policy", "orloj", *TINY, "--calibration", str(cal), "--worker", "thread"]
     )
     assert served.exit_code == 0, served.output
-    assert seen["health"] == {"status": "ok", "policy": "orloj"}
+    assert seen["health"] == {"status": "ok", "policy": "orloj", "restarts": 0}
     load = seen["loadgen"]
     assert load.exit_code == 0, load.output
     assert "finish_rate" in load.output

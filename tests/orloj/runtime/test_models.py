@@ -164,3 +164,14 @@ def test_static_model_classes_apps_and_rebuild_from_spec() -> None:
                 assert model.class_of(x) == c
     with pytest.raises(ValueError, match="unknown model"):
         build_model("resnet")
+
+
+def test_each_app_accepts_the_range_of_its_declared_classes(decoder: TinyDecoder) -> None:
+    """Issue 19: the server bounds an app's inputs to this range (app "chat" asked n_new=48)."""
+    apps = decoder.default_apps()
+    lows = {a: decoder.field_range(cs) for a, cs in apps.items()}
+    assert lows == {"chat": ("n_new", 2, 2), "reply": ("n_new", 8, 8), "story": ("n_new", 16, 16)}
+    assert decoder.field_range(("new16", "new2")) == ("n_new", 2, 16)
+    cnn = EarlyExitCNN(stage_blocks=(1, 1, 1, 1))
+    assert cnn.field_range(("exit2", "exit3")) == ("exit", 2, 3)
+    assert StaticCNN().field_range(("static",)) is None  # every input costs alike: no bound

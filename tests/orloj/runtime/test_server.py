@@ -98,6 +98,18 @@ BAD = [
         "input.exit",
         "Missing required parameter",
     ),
+    (  # valid for the model, outside what app "easy" declared (exit1 only): issue 19
+        b'{"app": "easy", "slo_ms": 50, "input": {"exit": 4}}',
+        400,
+        "input.exit",
+        "outside app 'easy''s declared range [1, 1]",
+    ),
+    (
+        b'{"app": "hard", "slo_ms": 50, "input": {"exit": 2}}',
+        400,
+        "input.exit",
+        "outside app 'hard''s declared range [4, 4]",
+    ),
     (
         b'{"app": "easy", "slo_ms": 50, "input": {"exit": 1, "tokens": [1]}}',
         400,
@@ -190,4 +202,5 @@ def test_a_dead_worker_answers_503() -> None:
         worker.stop()  # the worker is gone (as if it crashed)
         r = httpx.post(srv.url + "/v1/infer", json=body)
         assert r.status_code == 503 and r.json()["error"]["code"] == "unavailable"
-        assert httpx.get(srv.url + "/health").status_code == 503
+        health = httpx.get(srv.url + "/health")
+        assert health.status_code == 503 and health.json()["status"] == "unavailable"

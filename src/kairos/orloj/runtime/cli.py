@@ -24,6 +24,7 @@ import typer
 from kairos.cli_utils import make_console, parse_assignments
 
 console = make_console()
+err_console = make_console(stderr=True)
 Opts = Annotated[list[str] | None, typer.Option(help="KEY=VALUE (JSON values), repeatable")]
 ModelOpt = Annotated[str, typer.Option(help="early-exit, decoder or static")]
 CalOpt = Annotated[
@@ -50,9 +51,12 @@ def _setup(
     quick: bool,
     sizes: tuple[int, ...],
     worker: Any = None,
+    must_exist: bool = False,
 ) -> tuple[Any, Any, dict[str, tuple[str, ...]]]:
     """(model, calibration, apps), measuring the calibration (in `worker`, a callable that
-    makes a started executor from the model, if given) unless a file has it."""
+    makes a started executor from the model, if given) unless a file has it. With
+    `must_exist` (loadgen) a `calibration` path that is not a readable calibration is an
+    error: a mistyped path must not silently recalibrate inside the client, under load."""
     from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig, calibrate
     from kairos.orloj.runtime.models import MODEL_KINDS, ModelSpec
 
@@ -66,8 +70,17 @@ def _setup(
         }
     )
     served = spec.build()
+    if must_exist and calibration is not None and not calibration.is_file():
+        raise typer.BadParameter(
+            f"no calibration file at {calibration}", param_hint="--calibration"
+        )
     if calibration is not None and calibration.is_file():
-        cal = Calibration.load(calibration)
+        try:
+            cal = Calibration.load(calibration)
+        except (OSError, ValueError) as exc:
+            raise typer.BadParameter(
+                f"cannot read the calibration {calibration}: {exc}", param_hint="--calibration"
+            ) from None
         if cal.model != served.kind:
             raise typer.BadParameter(f"{calibration} calibrates {cal.model}, not {served.kind}")
     else:
@@ -150,6 +163,10 @@ def register(group: typer.Typer) -> None:
         port: int = 8000,
         api_key: Annotated[str | None, typer.Option(envvar="KAIROS_API_KEY")] = None,
         max_open: int = 1024,
+        max_restarts: Annotated[
+            int, typer.Option(help="Worker restarts within --restart-window-s before giving up")
+        ] = 3,
+        restart_window_s: float = 300.0,
         log_level: str = "info",
         quick: Annotated[bool, typer.Option(help="Shorter calibration")] = False,
     ) -> None:
@@ -211,6 +228,8 @@ def register(group: typer.Typer) -> None:
             offline=cal.app_profile(app_map, 1000),
             max_open=max_open,
             predict=cal.predict(served),
+            max_restarts=max_restarts,
+            restart_window_s=restart_window_s,
         )
         check = cal.check()
         info = {"calibration": check, "nominal_slo_ms": slo}
@@ -243,17 +262,25 @@ def register(group: typer.Typer) -> None:
         out: Annotated[Path, typer.Option(help="Result folder")] = Path("results/orloj/loadgen"),
     ) -> None:
         """Replay a recorded open-loop trace against a server and report its finish rate."""
-        from kairos.orloj.runtime.loadgen import load_trace, make_trace, run_load
+        from kairos.orloj.runtime.loadgen import (
+            ServerUnreachable,
+            load_trace,
+            make_trace,
+            run_load,
+            trace_rate_per_s,
+        )
         from kairos.orloj.runtime.loadgen import save_trace as write_trace
         from kairos.report import print_table, write_result
 
         served, cal, app_map = _setup(
-            model, model_option, "cpu", calibration, apps, False, (1, 2, 4, 8, 16)
+            model, model_option, "cpu", calibration, apps, False, (1, 2, 4, 8, 16), must_exist=True
         )
         slo = slo_ms or slo_mult * _p99(cal, app_map)
         rate = rate_rps or load * cal.capacity_per_s(app_map, 16)
+        used_seed: int | None = seed
         if trace is not None:
             items = load_trace(trace)
+            rate, used_seed = trace_rate_per_s(items), None  # what the trace holds, not defaults
         else:
             if arrival not in ("bursty", "poisson"):
                 raise typer.BadParameter("--arrival must be bursty or poisson")
@@ -265,9 +292,17 @@ def register(group: typer.Typer) -> None:
 
         with Progress(console=console, transient=True) as bar:
             answered = bar.add_task(f"{len(items)} requests", total=len(items))
-            report = run_load(
-                url, items, slo, api_key, progress=lambda n, _: bar.update(answered, completed=n)
-            )
+            try:
+                report = run_load(
+                    url,
+                    items,
+                    slo,
+                    api_key,
+                    progress=lambda n, _: bar.update(answered, completed=n),
+                )
+            except ServerUnreachable as exc:
+                err_console.print(f"loadgen: {exc}")
+                raise typer.Exit(1) from None
         summary = report.summary()
         print_table([{k: v for k, v in summary.items() if not isinstance(v, dict)}], "loadgen")
         console.print_json(
@@ -276,7 +311,11 @@ def register(group: typer.Typer) -> None:
                 "outcomes": summary["outcomes"],
             }
         )
-        config = {"url": url, "model": model, "slo_ms": slo, "rate_rps": rate, "seed": seed}
+        config = {"url": url, "model": model, "slo_ms": slo, "rate_rps": rate, "seed": used_seed}
+        config["trace"] = str(trace) if trace is not None else None
         rows = [vars(r) for r in report.replies]
-        write_result(out, "loadgen", config=config, rows=rows, summary=summary, seed=seed)
+        write_result(out, "loadgen", config=config, rows=rows, summary=summary, seed=used_seed)
         console.print(f"results in {out}")
+        if report.all_failed_in_transport:
+            err_console.print(f"loadgen: every request failed to reach {url} (connection errors)")
+            raise typer.Exit(1)

@@ -65,6 +65,7 @@ class TinyDecoder(ServedModel):
     """Greedy decoding of exactly `n_new` tokens per request; `input = {tokens, n_new}`."""
 
     kind: ModelKind = "decoder"
+    class_field = "n_new"
 
     def __init__(
         self,

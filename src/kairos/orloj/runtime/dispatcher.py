@@ -12,11 +12,15 @@ bound on open requests; and start, drain and stop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import itertools
+import logging
 import math
+import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kairos.orloj.driver import Driver, DriverStats
 from kairos.orloj.policy import Batch, BatchPolicy, Request
@@ -29,6 +33,8 @@ from kairos.orloj.worker import BatchRun, Delivery, SoloRun, Worker
 from kairos.sim import AsyncioClock
 
 __all__ = ["Completion", "Dispatcher", "Overloaded", "Unavailable"]
+
+log = logging.getLogger(__name__)
 
 # Request ids are unique for the life of the process, not per dispatcher: a policy kept across
 # dispatchers deletes lazily by id, and a reused id would match a stale entry of an old request.
@@ -55,13 +61,30 @@ class ServingWorker(Worker, Protocol):
     def stop(self) -> None: ...
 
 
+@runtime_checkable
+class Restartable(Protocol):
+    """A worker that can be replaced when it dies (`ProcessExecutor`)."""
+
+    @property
+    def pid(self) -> int | None: ...
+
+    def exit_status(self) -> str: ...
+
+    def restart(self) -> None: ...
+
+
 class Dispatcher:
     """Serves `policy` over `executor` (default: a worker process for `model`). An executor
     that is not running yet is started and stopped with the dispatcher; a running one is only
     borrowed (share one between runs). `offline` is the warm-start profile; `predict` (the
     calibration's g_k) feeds the drift statistic. A policy and profiler kept from an earlier
     run carry what that run learned (what the profiler measured after its last snapshot is
-    handed over at start), as a long-running server would."""
+    handed over at start), as a long-running server would.
+
+    A restartable worker is supervised: when it dies its death is logged, its jobs fail (the
+    server answers them 503 + Retry-After), and a fresh worker is started and warmed up. A
+    crash loop is bounded: after `max_restarts` restarts within `restart_window_s` seconds the
+    dispatcher gives up and stays unavailable (`state == "failed"`)."""
 
     def __init__(
         self,
@@ -73,6 +96,9 @@ class Dispatcher:
         offline: Mapping[str, Sequence[float]] | None = None,
         max_open: int = 4096,
         predict: Callable[[Batch], float] | None = None,
+        max_restarts: int = 3,
+        restart_window_s: float = 300.0,
+        watch_s: float = 0.05,
     ) -> None:
         self.policy = policy
         self.model = model
@@ -92,6 +118,16 @@ class Dispatcher:
         self._futures: dict[int, asyncio.Future[Completion]] = {}
         self._running = False
         self._owns_executor = False
+        self.max_restarts, self.restart_window_s, self.watch_s = (
+            max_restarts,
+            restart_window_s,
+            watch_s,
+        )
+        self.restarts = 0  # workers replaced over the dispatcher's life
+        self.state = "stopped"  # ok | restarting | failed | stopped
+        self._restart_times: deque[float] = deque()
+        self._supervisor: asyncio.Task[None] | None = None
+        self._stopping = False
 
     def now(self) -> float:
         """Milliseconds on the clock the worker times with (the loop's, from its origin)."""
@@ -137,12 +173,54 @@ class Dispatcher:
         gc.collect()
         gc.freeze()
         self.started_ms = self.now()
-        self._running = True
+        self._running, self._stopping = True, False
+        self.state = "ok"
+        if isinstance(self.executor, Restartable):
+            self._supervisor = loop.create_task(self._supervise(self.executor))
+
+    async def _supervise(self, worker: Restartable) -> None:
+        """Watch the worker; replace it when it dies, within the crash-loop bound."""
+        while not self._stopping:
+            await asyncio.sleep(self.watch_s)
+            if self._stopping or self.executor.alive:
+                continue
+            self.state = "restarting"
+            status = await asyncio.to_thread(worker.exit_status)
+            now = time.monotonic()
+            times = self._restart_times
+            while times and now - times[0] > self.restart_window_s:
+                times.popleft()
+            if len(times) >= self.max_restarts:
+                log.error(
+                    "orloj worker pid %s died (%s); %d restarts within %.0f s: giving up",
+                    worker.pid, status, len(times), self.restart_window_s,
+                )  # fmt: skip
+                self.state = "failed"
+                return
+            log.error(
+                "orloj worker pid %s died (%s); in-flight requests get 503; restarting",
+                worker.pid, status,
+            )  # fmt: skip
+            times.append(now)
+            try:
+                await asyncio.to_thread(worker.restart)
+            except Exception as exc:  # a worker that cannot start again: count it, try later
+                log.error("orloj worker restart failed: %s", exc)
+                continue
+            self.restarts += 1
+            log.warning("orloj worker restarted as pid %s (restart %d)", worker.pid, self.restarts)
+            self.state = "ok"
 
     async def stop(self, drain_s: float = 30.0) -> None:
         """Stop taking requests, let the batches on the worker finish and answer their
         members, then fail every other open request (503) and stop an owned worker."""
         d = self.driver
+        self._stopping = True
+        if self._supervisor is not None:  # lets a restart under way finish first
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._supervisor
+            self._supervisor = None
+        self.state = "stopped"
         if d is not None:
             d.close()
             waited = 0.0

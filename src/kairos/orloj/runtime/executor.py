@@ -102,18 +102,18 @@ class Executor(ABC):
         self._send(self._register(request), [_payload(request)], None)
 
     def _finished(self, job: int, result: JobResult) -> None:
+        """Deliver a job's result once: a dead worker's job can be failed both by the send that
+        found the pipe broken and by the reader that saw it close; the second is ignored."""
         with self._lock:
-            item = self._jobs[job]
+            item = self._jobs.pop(job, None)
+        if item is None:
+            return
         start, end, outputs, rejected, error = result
-        try:
-            if isinstance(item, Request):
-                solo = end - start if outputs is not None else math.nan
-                self.deliver(SoloRun(item, solo, error))
-            else:
-                self.deliver(BatchRun(item, start, end, outputs, rejected, error))
-        finally:
-            with self._lock:
-                del self._jobs[job]
+        if isinstance(item, Request):
+            solo = end - start if outputs is not None else math.nan
+            self.deliver(SoloRun(item, solo, error))
+        else:
+            self.deliver(BatchRun(item, start, end, outputs, rejected, error))
 
     def _fail_all(self, reason: str) -> None:
         with self._lock:

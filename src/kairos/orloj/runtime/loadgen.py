@@ -86,6 +86,18 @@ def load_trace(path: str | Path) -> list[TraceItem]:
     return items
 
 
+class ServerUnreachable(RuntimeError):
+    """No server answers at the URL: the run would only measure connection errors."""
+
+
+def trace_rate_per_s(items: Sequence[TraceItem]) -> float:
+    """A recorded trace's mean arrival rate (requests per second over its span)."""
+    if len(items) < 2:
+        return float("nan")
+    span_ms = items[-1].arrival_ms - items[0].arrival_ms
+    return (len(items) - 1) / span_ms * 1e3 if span_ms > 0 else float("inf")
+
+
 @dataclass(frozen=True)
 class Reply:
     app: str
@@ -101,6 +113,11 @@ class Reply:
 class LoadReport:
     replies: list[Reply]
     duration_s: float
+
+    @property
+    def all_failed_in_transport(self) -> bool:
+        """Every request failed before any HTTP answer (the server went away mid-run)."""
+        return bool(self.replies) and all(r.status == 0 for r in self.replies)
 
     def summary(self) -> dict[str, Any]:
         n = len(self.replies)
@@ -150,12 +167,17 @@ async def replay(
     progress: Callable[[int, int], None] | None = None,
 ) -> LoadReport:
     """Send every item at its recorded time (relative to the first), wait for all answers;
-    `progress(answered, total)` is called as each answer comes back."""
+    `progress(answered, total)` is called as each answer comes back. Raises
+    `ServerUnreachable` if nothing answers `/health` at `url` before the run."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
     async with httpx.AsyncClient(
         base_url=url, headers=headers, timeout=timeout_s, limits=limits
     ) as client:
+        try:
+            await client.get("/health")  # any HTTP answer will do (503 while restarting)
+        except httpx.TransportError as exc:
+            raise ServerUnreachable(f"cannot reach the server at {url} ({exc!r})") from None
         tasks: list[asyncio.Task[Any]] = []
         total = len(items)
         answered = itertools.count(1)  # answers so far, counted as each one lands

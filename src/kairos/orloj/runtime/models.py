@@ -80,6 +80,7 @@ class EarlyExitCNN(ServedModel):
     """Four residual stages of `stage_blocks` blocks; exit head s reads stage s's features."""
 
     kind: ModelKind = "early-exit"
+    class_field = "exit"
     input_schema = EarlyExitInput
 
     def __init__(

@@ -27,6 +27,7 @@ from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig, calib
 from kairos.orloj.runtime.executor import Executor
 from kairos.orloj.runtime.forward import configure_threads, execute, warm_up
 from kairos.orloj.runtime.models import ModelSpec, ServedModel
+from kairos.orloj.runtime.results import WORKER_EXITED
 from kairos.sim.clock import WallClock
 
 log = logging.getLogger(__name__)
@@ -49,28 +50,87 @@ class ProcessExecutor(Executor):
         super().__init__(model)
         if model.spec is None:
             raise ValueError("a worker process needs a model built from a ModelSpec")
-        ctx = mp.get_context("spawn")
-        self._jobs_rx, self._jobs_tx = ctx.Pipe(duplex=False)
-        self._results_rx, self._results_tx = ctx.Pipe(duplex=False)
-        args = (model.spec, threads, tuple(warm_sizes), nice, self.clock.origin)
-        self._proc = ctx.Process(
-            target=_worker_main,
-            args=(*args, self._jobs_rx, self._results_tx),
-            name="orloj-worker",
-            daemon=True,
-        )
-        self._reader = threading.Thread(target=self._read, name="orloj-results", daemon=True)
+        self._args = (model.spec, threads, tuple(warm_sizes), nice, self.clock.origin)
         self._send_lock = threading.Lock()
         self._calibrations: queue.Queue[Calibration | str] = queue.Queue()
         self.priority: int | None = None  # the nice value the worker runs at
+        self._pid: int | None = None
+        # Each process is one generation; its reader records the generation whose result
+        # stream ended. A job sent to a generation that has ended will never be answered.
+        self._generation = 0
+        self._ended_generation = -1
+        self._spawn()
+
+    def _spawn(self) -> None:
+        """A fresh (not yet started) process with its own pipes and result reader."""
+        ctx = mp.get_context("spawn")
+        self._jobs_rx, self._jobs_tx = ctx.Pipe(duplex=False)
+        self._results_rx, self._results_tx = ctx.Pipe(duplex=False)
+        self._proc = ctx.Process(
+            target=_worker_main,
+            args=(*self._args, self._jobs_rx, self._results_tx),
+            name="orloj-worker",
+            daemon=True,
+        )
+        self._generation += 1
+        self._calibrations = queue.Queue()  # nothing a dead worker left behind
+        self._reader = threading.Thread(
+            target=self._read, args=(self._generation,), name="orloj-results", daemon=True
+        )
 
     @property
     def alive(self) -> bool:
-        return self._proc.is_alive() and self._reader.is_alive()
+        try:
+            return self._proc.is_alive() and self._reader.is_alive()
+        except ValueError:  # closed by stop
+            return False
+
+    @property
+    def pid(self) -> int | None:
+        """The current (or last) worker process's id."""
+        return self._pid
+
+    def exit_status(self) -> str:
+        """How the process ended, for the log: 'signal SIGKILL', 'exit code 1' or 'running'."""
+        self._proc.join(1.0)  # reap it: exitcode is None until then
+        code = self._proc.exitcode
+        if code is None:
+            return "running"
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                return f"signal {signal.Signals(-code).name}"
+            return f"signal {-code}"
+        return f"exit code {code}"
+
+    def restart(self, timeout_s: float = 300.0) -> None:
+        """Replace a dead worker by a fresh one, built and warmed up like the first. Jobs the
+        dead one held were already failed by its reader (`WORKER_EXITED`)."""
+        self._reader.join(5.0)
+        self._end_process()
+        with self._send_lock:
+            self._close_pipes()
+            self._spawn()
+        self.start(timeout_s)
+
+    def _end_process(self, wait_s: float = 5.0) -> None:
+        """Join (or kill) the process and release its sentinel: nothing of it stays open."""
+        if self._pid is None:
+            return  # never started
+        self._proc.join(wait_s)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(5.0)
+        with contextlib.suppress(ValueError):  # still running: leave it to the OS
+            self._proc.close()
+
+    def _close_pipes(self) -> None:
+        for conn in (self._jobs_rx, self._jobs_tx, self._results_rx, self._results_tx):
+            conn.close()
 
     def start(self, timeout_s: float = 300.0) -> None:
         """Spawn the worker and wait until it has built and warmed up the model."""
         self._proc.start()
+        self._pid = self._proc.pid
         self._jobs_rx.close()
         self._results_tx.close()
         if not self._results_rx.poll(timeout_s):
@@ -89,10 +149,10 @@ class ProcessExecutor(Executor):
     def stop(self) -> None:
         with self._send_lock, contextlib.suppress(OSError):
             self._jobs_tx.send(None)
-        self._proc.join(30.0)
-        if self._proc.is_alive():
-            self._proc.kill()
+        self._end_process(30.0)
         self._reader.join(5.0)
+        with self._send_lock:
+            self._close_pipes()
 
     def calibrate(self, config: CalibrationConfig | None = None) -> Calibration:
         """Calibrate in the worker process itself (same process, priority and threads that
@@ -107,10 +167,27 @@ class ProcessExecutor(Executor):
         return result
 
     def _send(self, job: int, xs: list[Any], latest: float | None) -> None:
-        with self._send_lock:
-            self._jobs_tx.send(("run", job, [x.model_dump() for x in xs], latest))
+        """Hand a job to the worker. A job the worker can no longer answer fails at once, like
+        its peers (`WORKER_EXITED`): a closed pipe raises, but a write can also succeed after
+        the result stream ended (a killed process closes its pipes one by one; the jobs pipe
+        may still take bytes that nobody will read), and the reader, gone by then, cannot fail
+        it. Order makes this exact: the reader marks its generation ended before it fails what
+        is registered, and this job was registered before it was sent, so it is failed by the
+        reader or seen here (failing twice is harmless, `_finished` delivers once)."""
+        try:
+            with self._send_lock:
+                generation = self._generation
+                self._jobs_tx.send(("run", job, [x.model_dump() for x in xs], latest))
+        except OSError:  # the worker died, or was stopped
+            lost = True
+        else:
+            with self._lock:
+                lost = self._ended_generation >= generation
+        if lost:
+            now = self.now_ms()
+            self._finished(job, (now, now, None, False, WORKER_EXITED))
 
-    def _read(self) -> None:
+    def _read(self, generation: int) -> None:
         try:
             while True:
                 msg = self._results_rx.recv()
@@ -119,8 +196,10 @@ class ProcessExecutor(Executor):
                 else:
                     self._finished(msg[1], msg[2])
         except (EOFError, OSError):
-            self._calibrations.put("the worker process exited")
-            self._fail_all("the worker process exited")
+            with self._lock:
+                self._ended_generation = generation
+            self._calibrations.put(WORKER_EXITED)
+            self._fail_all(WORKER_EXITED)
 
 
 def _set_nice(nice: int | None) -> int:

@@ -9,6 +9,10 @@ from typing import Any
 
 from kairos.orloj.policy import Outcome
 
+# The error of every job a dead worker process held: the server answers it with 503 and
+# Retry-After (the request is fine, the worker is being replaced), not with a model failure.
+WORKER_EXITED = "the worker process exited"
+
 
 class Overloaded(RuntimeError):
     """Too many requests are open; the caller should retry later (HTTP 429)."""

@@ -33,6 +33,7 @@ class ServedModel(ABC):
     kind: ModelKind
     input_schema: type[BaseModel]
     spec: ModelRecipe | None = None  # set by `ModelSpec.build`; a worker process needs it
+    class_field: str | None = None  # the input field whose value sets its class (and cost)
 
     def __init__(self, module: nn.Module, device: str) -> None:
         self.device = torch.device(device)
@@ -46,6 +47,16 @@ class ServedModel(ABC):
     def classes(self) -> dict[str, BaseModel]:
         """Input classes by key, cheapest first: inputs of a class cost the same (the
         calibration grid); the last one is the most expensive (used to warm up)."""
+
+    def field_range(self, classes: Sequence[str]) -> tuple[str, Any, Any] | None:
+        """(field, lowest, highest) over `classes`: the range of `class_field` an application
+        declared with these classes accepts; None for a model whose inputs all cost alike."""
+        field = self.class_field
+        if field is None:
+            return None
+        known = self.classes()
+        values = [getattr(known[c], field) for c in classes]
+        return field, min(values), max(values)
 
     @abstractmethod
     def class_of(self, x: BaseModel) -> str:

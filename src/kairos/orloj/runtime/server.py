@@ -7,8 +7,12 @@ object is the served model's: `{"exit": 1..4, "seed"}` for the early-exit CNN,
 answer comes when it ended: `{outcome, deadline_met, latency_ms, queue_ms, batch_size, output}`.
 A request the policy dropped or the worker rejected is still a 200 with `outcome: "timed_out"`:
 that is a scheduling result, not a protocol error. Errors use the shared JSON error shape and
-name the offending field: 400 malformed or invalid, 401 bad key, 404 unknown app or model,
-413 body too large, 429 too many open requests (with Retry-After), 503 not running.
+name the offending field: 400 malformed or invalid, or an input outside its application's
+declared range (e.g. app "chat" declared with `n_new` 4 asked for 48: it would skew that
+application's latency profile), 401 bad key, 404 unknown app or model, 413 body too large,
+429 too many open requests (with Retry-After), 503 not running or its worker died mid-request
+(with Retry-After; the worker is restarted, see `Dispatcher`). `/health` says `ok`,
+`restarting` (503) or `failed` (503, the crash-loop bound was hit).
 `GET /v1/stats` (JSON), `/health` and `/metrics` (Prometheus) report the run.
 
 Loopback by default; set `api_key` before exposing it. A client that disconnects does not
@@ -19,7 +23,7 @@ answer is discarded.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -29,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kairos.orloj.runtime.dispatcher import Dispatcher, Overloaded, Unavailable
 from kairos.orloj.runtime.report import OrlojCollector, json_safe, summary
+from kairos.orloj.runtime.results import WORKER_EXITED
 from kairos.runtime.auth import api_key_dependency
 from kairos.runtime.disconnect import ClientGone
 from kairos.runtime.errors import APIError, install_error_handlers, strict_validation_error
@@ -64,17 +69,21 @@ def _input_error(exc: ValidationError, schema: type[BaseModel]) -> APIError:
 
 def create_app(
     dispatcher: Dispatcher,
-    apps: Collection[str],
+    apps: Mapping[str, Sequence[str]] | Collection[str],
     settings: RuntimeSettings | None = None,
     info: Mapping[str, Any] | None = None,
 ) -> FastAPI:
-    """An app serving `dispatcher` for the applications `apps`; `info` (e.g. the calibration
-    check) is included in `/v1/stats`."""
+    """An app serving `dispatcher` for the applications `apps` (a mapping app -> input classes
+    also bounds each app's inputs to its classes' range); `info` (e.g. the calibration check)
+    is included in `/v1/stats`."""
     settings = settings or RuntimeSettings()
     model = dispatcher.model
     if model is None:
         raise ValueError("the HTTP server needs the dispatcher's served model (its inputs)")
     known = frozenset(apps)
+    ranges = (
+        {a: model.field_range(cs) for a, cs in apps.items()} if isinstance(apps, Mapping) else {}
+    )
     http_counts: Counter[int] = Counter()
     registry = registry_for(OrlojCollector(dispatcher, http_counts))
 
@@ -116,6 +125,17 @@ def create_app(
             x = model.parse(req.input)
         except ValidationError as exc:
             raise _input_error(exc, model.input_schema) from None
+        if (bound := ranges.get(req.app)) is not None:
+            field, lo, hi = bound
+            value = getattr(x, field)
+            if not lo <= value <= hi:
+                raise APIError(
+                    400,
+                    f"'input.{field}' = {value} is outside app '{req.app}''s declared range "
+                    f"[{lo}, {hi}].",
+                    param=f"input.{field}",
+                    code="out_of_app_range",
+                )
         return req, x
 
     @app.post("/v1/infer", dependencies=[auth])
@@ -134,6 +154,8 @@ def create_app(
             raise settings.overloaded(f"The server is overloaded: {exc}") from None
         except Unavailable as exc:
             raise unavailable(f"The Orloj worker is not serving: {exc}.") from None
+        if done.error == WORKER_EXITED:
+            raise unavailable("The Orloj worker died while running this request; retry.")
         if done.error is not None:
             raise APIError(500, f"The model failed on this batch: {done.error}")
         return JSONResponse(
@@ -160,7 +182,8 @@ def create_app(
     @app.get("/health")
     async def health() -> JSONResponse:
         ok = dispatcher.running
-        body = {"status": "ok" if ok else "unavailable", "policy": dispatcher.policy.name}
+        state = "ok" if ok else dispatcher.state if dispatcher.state != "ok" else "unavailable"
+        body = {"status": state, "policy": dispatcher.policy.name, "restarts": dispatcher.restarts}
         return JSONResponse(body, status_code=200 if ok else 503)
 
     @app.get("/metrics")
