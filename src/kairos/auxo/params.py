@@ -71,6 +71,7 @@ class AuxoParams(BaseModel):
     min_clients_to_cluster: int = Field(5, ge=1)
     kmeans_n_init: int = Field(10, ge=1)
     kmeans_max_iter: int = Field(100, ge=1)
+    label_votes: bool = Field(False, description="smooth labels by per-client votes (R code)")
 
     # --- rewards and selection (3.5, 3.6) ---
     gamma: float = Field(0.2, gt=0, le=1, description="reward EMA weight")

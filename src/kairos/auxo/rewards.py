@@ -40,6 +40,7 @@ class AffinityEntry:
     reward: float = 0.0
     label: int | None = None
     explored: bool = False
+    votes: list[int] | None = None  # label voting (`label_votes`): one counter per sub-cluster
 
 
 AffinityRecord = MutableMapping[str, AffinityEntry]
@@ -110,7 +111,7 @@ def apply_feedback(
     """
     entry = record.setdefault(cohort, AffinityEntry())
     if label is not None:
-        entry.label = label
+        entry.label = vote(entry, label, params) if params.label_votes else label
     if delta is None:
         return
     entry.reward = blend(entry.reward, delta, params)
@@ -125,6 +126,21 @@ def apply_feedback(
             continue
         predicted = delta / (tree_distance(cohort, other) + 1)
         target.reward = blend(target.reward, predicted, params, ema=params.explore_update == "ema")
+
+
+def vote(entry: AffinityEntry, label: int, params: AuxoParams) -> int:
+    """Label voting (the authors' R code, spec 3.2 option): the new assignment adds 1 to its
+    sub-cluster's counter and takes 1 from every other; the label is the highest counter (a
+    tie keeps the newest assignment). One noisy round then no longer moves a settled client
+    to the other side of a coming split."""
+    k = max(params.k, label + 1)
+    votes = list(entry.votes or [])
+    votes += [0] * (k - len(votes))
+    for j in range(k):
+        votes[j] += 1 if j == label else -1
+    entry.votes = votes
+    best = max(votes)
+    return label if votes[label] == best else votes.index(best)
 
 
 def inherit(

@@ -26,6 +26,7 @@ from kairos.auxo.params import AuxoParams
 from kairos.auxo.robustness import Faults
 from kairos.auxo.training import FLOAT_BYTES, CohortTraining
 from kairos.fl.learning import (
+    AccuracyStats,
     AlgorithmName,
     BernoulliAvailability,
     ClientClock,
@@ -37,6 +38,7 @@ from kairos.fl.learning import (
     device_population,
     federated_digits,
     federated_synthetic,
+    fine_tuned_scores,
     flip_labels,
     make_algorithm,
     make_model,
@@ -108,6 +110,7 @@ class RunConfig(BaseModel):
     ldp_clip: float = Field(1.0, gt=0, description="E6: LDP clip C")
     record_loss: float = Field(0.0, ge=0, le=1, description="E6: affinity-record loss rate")
     record_loss_mode: Literal["once", "per_round"] = "once"
+    finetune_steps: int = Field(0, ge=0, description="FTFA: local steps after training (0: off)")
 
 
 def build_dataset(cfg: RunConfig) -> FederatedDataset:
@@ -232,6 +235,7 @@ def run_arm(cfg: RunConfig) -> dict[str, Any]:
     s = final.point.stats
     usage = training.usage
     splits = [f"{r.parent}@{r.round}" for r in training.engine.tree.splits]
+    tuned = fine_tuned(cfg, training, final.membership)
     honest = np.ones(len(ds), dtype=bool)
     honest[flipped] = False
     return {
@@ -251,5 +255,22 @@ def run_arm(cfg: RunConfig) -> dict[str, Any]:
         "participant_rounds": usage.participant_rounds,
         "model_bytes": usage.model_bytes,
         "affinity_bytes": usage.affinity_bytes,
+        **tuned,
         **history_columns(history),
     }
+
+
+def fine_tuned(
+    cfg: RunConfig, training: CohortTraining, membership: np.ndarray
+) -> dict[str, float]:
+    """FTFA (spec 3.8): every client fine-tunes its membership leaf's model for
+    `finetune_steps` local steps; the per-client accuracy after it (empty when off)."""
+    if cfg.finetune_steps == 0:
+        return {}
+    local = LocalConfig(lr=cfg.lr, batch_size=cfg.batch_size, steps=cfg.finetune_steps)
+    weights = [training.states[c].weights for c in training.leaves()]
+    scores = fine_tuned_scores(
+        training.model, training.dataset, weights, membership, local, cfg.seed
+    )
+    s = AccuracyStats.of(scores.accuracy)
+    return {"ft_mean": s.mean, "ft_p10": s.p10, "ft_variance": s.variance}

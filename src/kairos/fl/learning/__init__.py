@@ -51,6 +51,7 @@ from kairos.fl.learning.partition import (
     lognormal_counts,
     split_client,
 )
+from kairos.fl.learning.personalize import fine_tuned_scores
 from kairos.fl.learning.rounds import (
     RoundConfig,
     RoundResult,
@@ -94,6 +95,7 @@ __all__ = [
     "evaluate_clients",
     "federated_digits",
     "federated_synthetic",
+    "fine_tuned_scores",
     "flip_labels",
     "flipped_label",
     "group_permutations",
