@@ -260,8 +260,12 @@ def register(group: typer.Typer) -> None:
         seed: int = 0,
         api_key: Annotated[str | None, typer.Option(envvar="KAIROS_API_KEY")] = None,
         out: Annotated[Path, typer.Option(help="Result folder")] = Path("results/orloj/loadgen"),
+        stamp: Annotated[
+            bool, typer.Option(help="Send each request's send time: the deadline starts there")
+        ] = True,
     ) -> None:
-        """Replay a recorded open-loop trace against a server and report its finish rate."""
+        """Replay a recorded open-loop trace against a server and report its finish rate: the
+        client's (answered ok within the SLO of sending), and the server's verdict beside it."""
         from kairos.orloj.runtime.loadgen import (
             ServerUnreachable,
             load_trace,
@@ -299,6 +303,7 @@ def register(group: typer.Typer) -> None:
                     slo,
                     api_key,
                     progress=lambda n, _: bar.update(answered, completed=n),
+                    stamp=stamp,
                 )
             except ServerUnreachable as exc:
                 err_console.print(f"loadgen: {exc}")
@@ -308,11 +313,13 @@ def register(group: typer.Typer) -> None:
         console.print_json(
             data={
                 "finish_rate_by_app": summary["finish_rate_by_app"],
+                "server_finish_rate_by_app": summary["server_finish_rate_by_app"],
                 "outcomes": summary["outcomes"],
             }
         )
         config = {"url": url, "model": model, "slo_ms": slo, "rate_rps": rate, "seed": used_seed}
         config["trace"] = str(trace) if trace is not None else None
+        config["stamp"] = stamp
         rows = [vars(r) for r in report.replies]
         write_result(out, "loadgen", config=config, rows=rows, summary=summary, seed=used_seed)
         console.print(f"results in {out}")

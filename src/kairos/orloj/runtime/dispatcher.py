@@ -116,6 +116,7 @@ class Dispatcher:
         self.driver: Driver | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._futures: dict[int, asyncio.Future[Completion]] = {}
+        self._transit: dict[int, float] = {}  # request id -> its client-side transit (ms)
         self._running = False
         self._owns_executor = False
         self.max_restarts, self.restart_window_s, self.watch_s = (
@@ -234,24 +235,33 @@ class Dispatcher:
             if not fut.done():
                 fut.set_exception(Unavailable("the server is shutting down"))
         self._futures.clear()
+        self._transit.clear()
         if d is not None:
             d.open.clear()
 
     # -- requests -------------------------------------------------------------------------------
-    def submit(self, app: str, slo_ms: float, payload: object) -> asyncio.Future[Completion]:
-        """Hand one validated request to the policy; its future resolves when it ends."""
+    def submit(
+        self, app: str, slo_ms: float, payload: object, transit_ms: float = 0.0
+    ) -> asyncio.Future[Completion]:
+        """Hand one validated request to the policy; its future resolves when it ends. A
+        request the client sent `transit_ms` before it got here was released then: its
+        deadline is the client's, so the policy sees the slack it really has left."""
         if not self.running or self._loop is None or self.driver is None:
             raise Unavailable("the Orloj worker is not running")
         if len(self._futures) >= self.max_open:
             raise Overloaded(f"{len(self._futures)} requests are open (limit {self.max_open})")
-        now = self.now()
-        req = Request(next(_REQUEST_IDS), app, release=now, slo=float(slo_ms), payload=payload)
+        if not (math.isfinite(transit_ms) and transit_ms >= 0):
+            raise ValueError(f"transit_ms must be finite and >= 0, not {transit_ms}")
+        release = self.now() - transit_ms
+        req = Request(next(_REQUEST_IDS), app, release=release, slo=float(slo_ms), payload=payload)
+        self._transit[req.request_id] = transit_ms
         fut: asyncio.Future[Completion] = self._loop.create_future()
         self._futures[req.request_id] = fut
         self.driver.arrive(req)
         return fut
 
     def _answer(self, r: Request, run: BatchRun | None, i: int) -> None:
+        transit = self._transit.pop(r.request_id, 0.0)
         fut = self._futures.pop(r.request_id, None)
         if fut is None or fut.done():  # a caller that gave up cancelled it
             return
@@ -262,6 +272,7 @@ class Dispatcher:
             if run.outputs is not None:
                 extra |= {"start_ms": run.start_ms, "batch_size": run.batch.size}
                 extra["output"] = run.outputs[i]
+        extra["transit_ms"] = transit
         fut.set_result(Completion(r.request_id, r.app, r.outcome, r.release, r.finish, **extra))
 
     # -- worker results (hop from the worker thread to the loop) -------------------------------

@@ -6,9 +6,15 @@ request is sent at its recorded time whatever happened to the earlier ones (a cl
 client would slow down exactly when the server falls behind and hide the overload). Arrivals
 are bursty Poisson by default (`kairos.orloj.arrivals`), mixed over the model's applications.
 
-The report counts a request as finished only if the server answered 200 with outcome `ok`
-(deadline met, measured by the server from the request's arrival); 429/503, other errors and
-transport failures count against the finish rate like drops do.
+Deadlines are end to end. Each request carries the client's send time (`sent_at_ms`, Unix
+epoch ms), from which the server starts its deadline (loopback clocks agree), and the client
+judges every answer on receipt: the headline `finish_rate` counts a request only if the server
+answered 200 with outcome `ok` AND the client got that answer within the SLO of sending it.
+`server_finish_rate` is the server's verdict alone (outcome `ok`); the two differ by the time
+lost outside the server (issue 19 measured 0.388 by the server against 0.062 at the client
+with a CPU job beside the client). 429/503, other errors and transport failures count against
+both like drops do. `stamp=False` sends no stamp: the server then times from its own arrival
+stamp, the only view a server has of a client that does not say when it sent.
 """
 
 from __future__ import annotations
@@ -107,6 +113,8 @@ class Reply:
     server_latency_ms: float | None
     batch_size: int
     send_lag_ms: float  # how late the client sent it (event-loop lag)
+    on_time: bool = False  # the client's verdict: 200, outcome ok, answered within the SLO
+    transit_ms: float = 0.0  # the server's reckoning of the time before it saw the request
 
 
 @dataclass
@@ -122,18 +130,29 @@ class LoadReport:
     def summary(self) -> dict[str, Any]:
         n = len(self.replies)
         outcomes = Counter(r.outcome for r in self.replies)
+        on_time = sum(r.on_time for r in self.replies)
         by_app: dict[str, list[bool]] = {}
+        server_by_app: dict[str, list[bool]] = {}
         for r in self.replies:
-            by_app.setdefault(r.app, []).append(r.outcome == "ok")
-        ok_lat = percentile_summary([r.latency_ms for r in self.replies if r.outcome == "ok"])
+            by_app.setdefault(r.app, []).append(r.on_time)
+            server_by_app.setdefault(r.app, []).append(r.outcome == "ok")
+        ok_lat = percentile_summary([r.latency_ms for r in self.replies if r.on_time])
+        transit = percentile_summary([r.transit_ms for r in self.replies], (50, 99), empty=0.0)
         lag = percentile_summary([r.send_lag_ms for r in self.replies], (99,), empty=0.0)
         sizes = [r.batch_size for r in self.replies if r.batch_size > 0]
         return {
             "requests": n,
-            "finish_rate": outcomes["ok"] / n if n else float("nan"),
+            "finish_rate": on_time / n if n else float("nan"),  # the client's: the headline
+            "server_finish_rate": outcomes["ok"] / n if n else float("nan"),
+            "ok_but_late_at_client": outcomes["ok"] - on_time,
             "outcomes": dict(sorted(outcomes.items())),
             "finish_rate_by_app": {a: float(np.mean(v)) for a, v in sorted(by_app.items())},
-            "goodput_rps": outcomes["ok"] / self.duration_s if self.duration_s > 0 else 0.0,
+            "server_finish_rate_by_app": {
+                a: float(np.mean(v)) for a, v in sorted(server_by_app.items())
+            },
+            "goodput_rps": on_time / self.duration_s if self.duration_s > 0 else 0.0,
+            "transit_p50_ms": transit["p50"],
+            "transit_p99_ms": transit["p99"],
             "latency_ok_p50_ms": ok_lat["p50"],
             "latency_ok_p99_ms": ok_lat["p99"],
             "mean_batch_size": float(np.mean(sizes)) if sizes else 0.0,
@@ -142,8 +161,14 @@ class LoadReport:
         }
 
 
-async def _send(client: httpx.AsyncClient, item: TraceItem, slo_ms: float, lag_ms: float) -> Reply:
-    body = {"app": item.app, "slo_ms": item.slo_ms or slo_ms, "input": item.input}
+async def _send(
+    client: httpx.AsyncClient, item: TraceItem, slo_ms: float, lag_ms: float, stamp: bool
+) -> Reply:
+    """One request, judged by the client on receipt against the SLO from its own send time."""
+    slo = item.slo_ms or slo_ms
+    body: dict[str, Any] = {"app": item.app, "slo_ms": slo, "input": item.input}
+    if stamp:
+        body["sent_at_ms"] = time.time() * 1e3
     t0 = time.perf_counter()
     try:
         resp = await client.post("/v1/infer", json=body)
@@ -154,8 +179,10 @@ async def _send(client: httpx.AsyncClient, item: TraceItem, slo_ms: float, lag_m
         return Reply(item.app, resp.status_code, f"http_{resp.status_code}", latency, None, 0,
                      lag_ms)  # fmt: skip
     d = resp.json()
-    return Reply(item.app, 200, str(d["outcome"]), latency, float(d["latency_ms"]),
-                 int(d["batch_size"]), lag_ms)  # fmt: skip
+    outcome = str(d["outcome"])
+    return Reply(item.app, 200, outcome, latency, float(d["server_latency_ms"]),
+                 int(d["batch_size"]), lag_ms, on_time=outcome == "ok" and latency <= slo,
+                 transit_ms=float(d.get("transit_ms", 0.0)))  # fmt: skip
 
 
 async def replay(
@@ -165,10 +192,12 @@ async def replay(
     api_key: str | None = None,
     timeout_s: float = 60.0,
     progress: Callable[[int, int], None] | None = None,
+    stamp: bool = True,
 ) -> LoadReport:
     """Send every item at its recorded time (relative to the first), wait for all answers;
-    `progress(answered, total)` is called as each answer comes back. Raises
-    `ServerUnreachable` if nothing answers `/health` at `url` before the run."""
+    `progress(answered, total)` is called as each answer comes back; `stamp` sends the send
+    time (the server's deadline starts there). Raises `ServerUnreachable` if nothing answers
+    `/health` at `url` before the run."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
     async with httpx.AsyncClient(
@@ -189,7 +218,7 @@ async def replay(
             if delay > 0:
                 await asyncio.sleep(delay)
             lag = max(0.0, (time.perf_counter() - start - due) * 1e3)
-            task = asyncio.create_task(_send(client, item, slo_ms, lag))
+            task = asyncio.create_task(_send(client, item, slo_ms, lag, stamp))
             if progress is not None:
                 task.add_done_callback(lambda _t: progress(next(answered), total))
             tasks.append(task)
@@ -204,6 +233,7 @@ def run_load(
     slo_ms: float,
     api_key: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    stamp: bool = True,
 ) -> LoadReport:
     """`replay` from synchronous code (its own event loop)."""
-    return asyncio.run(replay(url, items, slo_ms, api_key, progress=progress))
+    return asyncio.run(replay(url, items, slo_ms, api_key, progress=progress, stamp=stamp))

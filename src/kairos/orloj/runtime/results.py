@@ -34,10 +34,18 @@ class Completion:
     output: dict[str, Any] | None = None
     rejected: bool = False  # its batch missed `latest_start` and was rejected by the worker
     error: str | None = None
+    # how long before the server saw it the client sent it (its `sent_at_ms` stamp; 0 without
+    # one): the deadline, `release_ms` and `latency_ms` count from the client's send
+    transit_ms: float = 0.0
 
     @property
     def latency_ms(self) -> float:
         return self.finish_ms - self.release_ms
+
+    @property
+    def server_latency_ms(self) -> float:
+        """From the server's own arrival stamp: what it would report without the client's."""
+        return self.latency_ms - self.transit_ms
 
     @property
     def queue_ms(self) -> float:

@@ -4,7 +4,12 @@
 object is the served model's: `{"exit": 1..4, "seed"}` for the early-exit CNN,
 `{"tokens": [...], "n_new": 12}` for the decoder, `{"seed"}` for the static CNN; an optional
 `"model"` must name the served one). The request goes to the policy-driven dispatcher and the
-answer comes when it ended: `{outcome, deadline_met, latency_ms, queue_ms, batch_size, output}`.
+answer comes when it ended: `{outcome, deadline_met, latency_ms, server_latency_ms, transit_ms,
+queue_ms, batch_size, output}`. End to end: a client that stamps `sent_at_ms` (its send time,
+Unix epoch ms) gets a deadline that starts then, so time lost before the server (a slow
+network, a busy client) counts against it and the policy schedules with the slack really left;
+without a stamp the deadline starts at the server's arrival stamp. `latency_ms` counts from the
+deadline's start, `server_latency_ms` from the server's arrival.
 A request the policy dropped or the worker rejected is still a 200 with `outcome: "timed_out"`:
 that is a scheduling result, not a protocol error. Errors use the shared JSON error shape and
 name the offending field: 400 malformed or invalid, or an input outside its application's
@@ -22,6 +27,7 @@ answer is discarded.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -57,6 +63,18 @@ class InferRequest(BaseModel):
     slo_ms: float = Field(gt=0, le=3_600_000, description="deadline = arrival + slo_ms")
     input: dict[str, Any] = Field(description="the served model's input object")
     model: str | None = Field(None, description="if given, must be the served model")
+    sent_at_ms: float | None = Field(
+        None,
+        gt=0,
+        description="the client's send time (Unix epoch ms): the deadline starts there, not at "
+        "the server's arrival stamp (clocks agree on loopback; a stamp ahead of ours counts 0)",
+    )
+
+
+def transit_ms(sent_at_ms: float | None, now_unix_ms: float) -> float:
+    """How long ago the client sent a request, by its stamp: never negative (a client clock
+    ahead of ours must not buy a later deadline)."""
+    return 0.0 if sent_at_ms is None else max(0.0, now_unix_ms - sent_at_ms)
 
 
 def _input_error(exc: ValidationError, schema: type[BaseModel]) -> APIError:
@@ -148,8 +166,9 @@ def create_app(
             req, x = await parse(request)
         except ClientGone:
             return Response(status_code=CLIENT_CLOSED)
+        transit = transit_ms(req.sent_at_ms, time.time() * 1e3)
         try:
-            done = await dispatcher.submit(req.app, req.slo_ms, x)
+            done = await dispatcher.submit(req.app, req.slo_ms, x, transit)
         except Overloaded as exc:
             raise settings.overloaded(f"The server is overloaded: {exc}") from None
         except Unavailable as exc:
@@ -167,6 +186,8 @@ def create_app(
                 "outcome": done.outcome.value,
                 "deadline_met": done.outcome.value == "ok",
                 "latency_ms": round(done.latency_ms, 3),
+                "server_latency_ms": round(done.server_latency_ms, 3),
+                "transit_ms": round(done.transit_ms, 3),
                 "queue_ms": round(done.queue_ms, 3),
                 "batch_size": done.batch_size,
                 "rejected": done.rejected,
