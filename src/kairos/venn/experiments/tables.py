@@ -59,7 +59,9 @@ def table4_1(cfg: TableConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     by = {(r["workload"], r["policy"]): r for r in rows}
     summary: dict[str, Any] = {"paper_max_speedup": paper.MAX_SPEEDUP}
     if all((w, "venn") in by for w in cfg.workloads):
-        summary["max_venn_speedup"] = max(by[(w, "venn")]["speedup"] for w in cfg.workloads)
+        summary["max_venn_speedup"] = max(
+            by[(w, "venn")].get("speedup", float("nan")) for w in cfg.workloads
+        )
     for w in cfg.workloads:
         if (w, "venn") in by and "vs_srsf" in by[(w, "venn")]:
             v = by[(w, "venn")]
@@ -76,7 +78,7 @@ def table4_1(cfg: TableConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         ctx,
         "table4_1.png",
         cfg.workloads,
-        {p: [by[(w, p)]["speedup"] for w in cfg.workloads] for p in pols},
+        {p: [by[(w, p)].get("speedup", float("nan")) for w in cfg.workloads] for p in pols},
         {
             p: [paper.TABLE_4_1[w][p] for w in cfg.workloads]
             for p in pols
