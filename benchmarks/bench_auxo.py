@@ -1,8 +1,8 @@
 """Auxo benchmarks: one cohort round's wall time with 1,000 clients (check-in, selection, local
 training of the participants, aggregation, clustering and rewards), the clustering cost of one
 global round as the cohorts grow (M = 1, 2, 4, 8 leaves sharing P_total = 40), and the
-experiments' trends in full mode (E1, E2, E3, E5: 5 paired seeds; quick mode: their quick
-configs), whose rows land in the results."""
+experiments' trends in full mode (E1, E2, E3 with FTFA, E5, E6 and cohorts as Venn jobs: 5
+paired seeds; quick mode: their quick configs), whose rows land in the results."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from kairos.auxo import AuxoEngine, AuxoParams
-from kairos.auxo.experiments import e1, e2, e3, e5
+from kairos.auxo.experiments import e1, e2, e3, e5, e6, venn_cohorts
 from kairos.auxo.experiments.arms import QUICK_POINT
 from kairos.auxo.experiments.runs import RunConfig, auxo_params, build_runner
 from kairos.auxo.training import CohortTraining
@@ -82,6 +82,14 @@ def trend_rows(out_dir: Path, quick: bool) -> list[dict[str, Any]]:
                 **{k: r[k] for k in ("final_mean", "d_final_mean_vs_ref", "d_curve_mean_vs_ref")},
             }
         )
+    e6_cfg = e6.E6Config.model_validate(e6.QUICK) if quick else e6.E6Config()
+    for r in e6.e6(e6_cfg, ctx)["rows"]:
+        keys = ("auxo_final", "d_auxo_vs_single", "d_auxo_vs_single_ci95", "d_auxo_vs_clean")
+        rows.append({"case": f"E6 {r['condition']}", **{k: r[k] for k in keys}})
+    venn_cfg = venn_cohorts.VennCohortsConfig(seeds=2 if quick else 5)
+    for r in venn_cohorts.venn_cohorts(venn_cfg, ctx)["rows"]:
+        keys = ("one_job_auxo_hours", "cohort_jobs_auxo_hours", "auxo_speedup", "others_speedup")
+        rows.append({"case": f"cohorts as Venn jobs, {r['policy']}", **{k: r[k] for k in keys}})
     return rows
 
 
