@@ -1,4 +1,4 @@
-"""E3 (spec 6, Fig. 3.10): Auxo combined with other FL algorithms, each against itself.
+"""E3 (spec 6, Fig. 3.10): Auxo combined with other FL algorithms (and FTFA), each against itself.
 
 On E1's clustered population, each of FedProx (mu = 0.1), q-FedAvg (q = 1, L = 1/lr) and
 FedYoGi runs alone (one model) and under Auxo (one model per cohort, the algorithm unchanged
@@ -64,7 +64,7 @@ def ftfa_row(cfg: E3Config, ctx: ExperimentContext, seeds: list[int]) -> dict[st
 @experiment(
     "auxo",
     "e3",
-    "E3: Auxo + FedProx / q-FedAvg / YoGi vs each algorithm alone",
+    "E3: Auxo + FedProx / q-FedAvg / YoGi / FTFA vs each algorithm alone",
     E3Config,
     {"seeds": 3, "point": QUICK_POINT},
 )
