@@ -27,9 +27,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from kairos.andes.capacity import sustainable_rate
 from kairos.andes.kv_blocks import blocks_for
 from kairos.andes.latency import PROFILES, LatencyModel
+from kairos.andes.operating_point import trace_sustainable_rate
 from kairos.andes.policies import andes as andes_module
 from kairos.andes.policies.andes import AndesConfig, AndesPolicy
 from kairos.andes.policies.fcfs import FCFSPolicy
@@ -241,11 +241,9 @@ def decision_time(quick: bool) -> list[dict[str, Any]]:
 
 # -- 2. simulator speed --------------------------------------------------------------------
 def trace_rate(profile: LatencyModel, trace: Trace) -> float:
-    """The profile's analytic sustainable rate for this trace's mean lengths (see
-    `kairos.andes.capacity.sustainable_rate`); the benchmark runs at 0.8 of it."""
-    return sustainable_rate(
-        profile, float(np.mean(trace.prompt_tokens)), float(np.mean(trace.output_tokens))
-    )
+    """The profile's analytic sustainable rate for this trace's own length distribution (see
+    `kairos.andes.operating_point`); the benchmark runs at 0.8 of it."""
+    return trace_sustainable_rate(profile, trace.prompt_tokens, trace.output_tokens)
 
 
 def simulator_speed(quick: bool) -> list[dict[str, Any]]:

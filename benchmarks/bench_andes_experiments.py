@@ -57,13 +57,23 @@ def _capacity(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _pair(rows: list[dict[str, Any]], key: str = "policy") -> dict[str, Any]:
-    return {
-        f"{r[key]}_{m}": r[m]
-        for r in rows
-        for m in ("avg_qoe", "share_qoe_095", "avg_ttft", "avg_tds")
-        if m in r
-    }
+E4_METRICS = ("avg_qoe", "share_qoe_095", "avg_ttft", "avg_tds", "ttft_max", "qoe_long_prompts")
+
+
+def _e4(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each policy at E4's operating point (load x1.0), the claims of issue 17 as 0/1."""
+    at = {r["policy"]: r for r in rows if r["load_x"] == 1.0}
+    out: dict[str, Any] = {f"{p}_{m}": r[m] for p, r in at.items() for m in E4_METRICS if m in r}
+    if "fcfs" in at and "andes" in at:
+        f, a = at["fcfs"], at["andes"]
+        out["fcfs_at_0.88"] = int(abs(f["avg_qoe"] - 0.88) <= 0.05)
+        out["andes_qoe>=0.95"] = int(a["avg_qoe"] >= 0.95)
+        out["share_up_15pt"] = int(a["share_qoe_095"] - f["share_qoe_095"] >= 0.15)
+        out["ttft_lower"] = int(a["avg_ttft"] < f["avg_ttft"])
+        out["tds_within_10%"] = int(abs(a["avg_tds"] / f["avg_tds"] - 1) <= 0.10)
+        out["max_ttft<=2x_fcfs"] = int(a["ttft_max"] <= 2 * f["ttft_max"])
+        out["long_qoe>=0.9x_fcfs"] = int(a["qoe_long_prompts"] >= 0.9 * f["qoe_long_prompts"])
+    return out
 
 
 def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
@@ -76,6 +86,6 @@ def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
         elif name == "capacity":
             row |= _capacity(result)
         elif name == "e4":
-            row |= _pair(result)
+            row |= _e4(result)
         rows.append(row)
     return rows

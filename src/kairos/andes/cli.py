@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from kairos.andes.client.bench_cli import bench_command
+from kairos.andes.operating_point import PAPER_FCFS_QOE
 from kairos.andes.serve_cli import serve_command
 from kairos.cli_utils import config_error, make_console, parse_assignments
 from kairos.systems import System
@@ -47,7 +48,7 @@ def register(group: typer.Typer) -> None:
             float | None,
             typer.Option(
                 help="Rate as a share of the profile's sustainable rate for the workload's "
-                "lengths (default 0.6; with --trace: the trace's recorded rate)"
+                "lengths (default 0.6; with --trace: see --fcfs-qoe)"
             ),
         ] = None,
         intensity: Annotated[
@@ -72,9 +73,20 @@ def register(group: typer.Typer) -> None:
         andes: Annotated[list[str] | None, typer.Option(help="Andes option KEY=VALUE")] = None,
         seed: int = 0,
         out: Annotated[Path, typer.Option(help="Result folder")] = Path("results/andes/simulate"),
+        fcfs_qoe: Annotated[
+            float,
+            typer.Option(
+                help="With --trace and no --rate/--load-factor: run at the load where FCFS's "
+                "average QoE is this (searched; the paper's E4 point)"
+            ),
+        ] = PAPER_FCFS_QOE,
+        as_recorded: Annotated[
+            bool, typer.Option(help="With --trace: replay it at its recorded rate")
+        ] = False,
     ) -> None:
         """Simulate one policy on one workload and print QoE, TTFT, TDS and queue statistics."""
         from kairos.andes.latency import load_profile
+        from kairos.andes.operating_point import find_load
         from kairos.andes.policies.registry import make_policy
         from kairos.andes.simulator import simulate
         from kairos.andes.workload import SimPoint, average_rate, build_trace
@@ -116,6 +128,17 @@ def register(group: typer.Typer) -> None:
                     settings["span_s"] = span
             point = SimPoint.model_validate(settings)
             lat = load_profile(profile)
+            placed = trace is not None and not as_recorded and rate is None and load_factor is None
+            if placed:
+
+                def fcfs_qoe_at(load: float) -> float:
+                    probe = point.model_copy(update={"policy": "fcfs", "load_factor": load})
+                    tr, sp = build_trace(probe)
+                    return float(simulate(make_policy("fcfs"), lat, tr, sp).summary()["avg_qoe"])
+
+                console.print(f"finding the load where FCFS's average QoE is {fcfs_qoe} ...")
+                search = find_load(fcfs_qoe_at, fcfs_qoe)
+                point = point.model_copy(update={"load_factor": search.load})
             pol = make_policy(policy, **point.andes)
             tr, sp = build_trace(point)
         except (ValueError, FileNotFoundError, TraceFormatError) as exc:
@@ -123,8 +146,16 @@ def register(group: typer.Typer) -> None:
             raise typer.Exit(2) from None
         res = simulate(pol, lat, tr, sp)
         summary = res.summary() | {"rate": average_rate(point)}
-        print_table([summary], title=f"{policy} on {lat.name}: {len(tr)} requests")
+        where = f", load {point.load_factor:.3g} x sustainable" if point.load_factor else ""
+        print_table([summary], title=f"{policy} on {lat.name}: {len(tr)} requests{where}")
         config: dict[str, Any] = point.model_dump(mode="json")
+        if placed:
+            config["operating_point"] = {
+                "target_fcfs_qoe": fcfs_qoe,
+                "fcfs_qoe": search.value,
+                "load_factor": search.load,
+                "converged": search.converged,
+            }
         if trace is not None:
             config["trace_sha256"] = file_digest(trace.resolve())
         write_result(

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kairos.report.stats import summarize
+
 
 @dataclass(frozen=True)
 class StreamMetrics:
@@ -59,3 +61,22 @@ def silence_ratio(
     end = c + 1.0 / speed
     total = end - arrival
     return float(max(0.0, 1.0 - (t.size / speed) / total)) if total > 0 else 0.0
+
+
+def tail_metrics(qoe: np.ndarray, ttft: np.ndarray, prompt_lens: np.ndarray) -> dict[str, float]:
+    """The tails an average hides: TTFT percentiles and the longest prompts' QoE.
+
+    A policy that ranks by gain per unit of memory (Andes divides by context length) can
+    raise the average while the longest prompts wait: `qoe_long_prompts` is the mean QoE of
+    the longest-prompt decile (ties at the cut included), `qoe_other_prompts` of the rest.
+    TTFT of a request that never got a token is not a number and is left out.
+    """
+    t = summarize(ttft)
+    out = {"ttft_p50": t.p50, "ttft_p90": t.p90, "ttft_p99": t.p99, "ttft_max": t.max}
+    q = np.asarray(qoe, dtype=np.float64)
+    p = np.asarray(prompt_lens, dtype=np.float64)
+    if q.size == 0:
+        return out | {"qoe_long_prompts": math.nan, "qoe_other_prompts": math.nan}
+    long = p >= np.percentile(p, 90)
+    rest = float(q[~long].mean()) if (~long).any() else math.nan
+    return out | {"qoe_long_prompts": float(q[long].mean()), "qoe_other_prompts": rest}

@@ -19,7 +19,7 @@ import numpy as np
 from kairos.andes.driver import DecisionHook, Driver, Executed
 from kairos.andes.iteration import decode_batch, iteration_time
 from kairos.andes.latency import LatencyModel
-from kairos.andes.metrics import stream_metrics
+from kairos.andes.metrics import stream_metrics, tail_metrics
 from kairos.andes.policy import Policy
 from kairos.andes.qoe import ttft_target
 from kairos.andes.request import Request, Status
@@ -62,7 +62,7 @@ class SimulationResult:
             "peak_waiting": float(max(self.stats["waiting"], default=0.0)),
             "iterations": self.iterations,
             "end_time": self.end_time,
-        }
+        } | tail_metrics(q, self.ttft(), np.array([r.prompt_len for r in self.requests]))
 
 
 class SimWorker:

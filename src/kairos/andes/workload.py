@@ -17,6 +17,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from kairos.andes.capacity import LOAD_FACTOR, sustainable_rate
 from kairos.andes.latency import DEFAULT_PROFILE, PROFILES, load_profile
+from kairos.andes.operating_point import trace_sustainable_rate
 from kairos.andes.qoe import sample_speeds
 from kairos.cli_utils import Settings
 from kairos.sim import RngStreams
@@ -35,6 +36,7 @@ from kairos.workloads.shared import shared_data
 
 MAX_PROMPT = 32768  # longer ShareGPT/Coding prompts than a 32k context are cut, as servers do
 MAX_OUTPUT = 4096
+AZURE_CONV = "azure_llm_conv_1h.csv"  # the shared trace E4 replays by default
 
 
 @lru_cache(maxsize=8)
@@ -42,7 +44,7 @@ def lengths_for(dataset: str) -> LengthDistribution:
     if dataset == "arxiv" and shared_data("arxiv_summarization_lengths.csv").is_file():
         return EmpiricalLengths.from_csv(shared_data("arxiv_summarization_lengths.csv"))
     if dataset == "azure":
-        return EmpiricalLengths.from_trace(read_azure_csv(shared_data("azure_llm_conv_1h.csv")))
+        return EmpiricalLengths.from_trace(read_azure_csv(shared_data(AZURE_CONV)))
     return dataset_lengths(dataset, max_prompt=MAX_PROMPT, max_output=MAX_OUTPUT)
 
 
@@ -64,12 +66,17 @@ def trace_file(path: str) -> Trace:
     return _read_trace(str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
 
 
-def trace_rate(profile: str, path: str) -> float:
-    """The profile's sustainable request rate for the trace's own mean lengths."""
-    t = trace_file(path)
-    return sustainable_rate(
-        load_profile(profile), float(t.prompt_tokens.mean()), float(t.output_tokens.mean())
-    )
+@lru_cache(maxsize=32)
+def _replay_rate(profile: str, path: str | None, _mtime_ns: int, _size: int) -> float:
+    t = trace_file(path) if path is not None else read_azure_csv(shared_data(AZURE_CONV))
+    return trace_sustainable_rate(load_profile(profile), t.prompt_tokens, t.output_tokens)
+
+
+def trace_rate(profile: str, path: str | None) -> float:
+    """The profile's sustainable request rate for a replayed trace's own length distribution
+    (`kairos.andes.operating_point`); `path` None is the shared Azure conversation trace."""
+    st = (Path(path) if path is not None else shared_data(AZURE_CONV)).stat()
+    return _replay_rate(profile, path, st.st_mtime_ns, st.st_size)
 
 
 class SimPoint(Settings):
@@ -124,7 +131,7 @@ class SimPoint(Settings):
 def _replayed(p: SimPoint) -> Trace:
     if p.trace is not None:
         return trace_file(p.trace)
-    return read_azure_csv(shared_data("azure_llm_conv_1h.csv"))
+    return read_azure_csv(shared_data(AZURE_CONV))
 
 
 def average_rate(p: SimPoint) -> float:
@@ -132,7 +139,7 @@ def average_rate(p: SimPoint) -> float:
         return p.rate
     if p.load_factor is None:
         return _replayed(p).mean_rate
-    if p.trace is not None:
+    if p.arrival in ("azure_trace", "trace"):
         return p.load_factor * trace_rate(p.profile, p.trace)
     return p.load_factor * base_rate(p.profile, p.dataset)
 

@@ -4,7 +4,15 @@ Importing this package registers them: e1-e11, `capacity` (Tables 2.5/A.3/A.4) a
 `ablation` (spec section 10's guards).
 """
 
-from kairos.andes.experiments import bursts, others, serving
+from kairos.andes.experiments import bursts, others, serving, trace_replay
 from kairos.andes.experiments.workload import SimPoint, build_trace, run_point
 
-__all__ = ["SimPoint", "build_trace", "bursts", "others", "run_point", "serving"]
+__all__ = [
+    "SimPoint",
+    "build_trace",
+    "bursts",
+    "others",
+    "run_point",
+    "serving",
+    "trace_replay",
+]

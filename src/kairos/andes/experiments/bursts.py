@@ -71,6 +71,9 @@ def e2(cfg: IntensityConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
             "share_qoe_095",
             "avg_ttft",
             "avg_tds",
+            "ttft_p99",
+            "ttft_max",
+            "qoe_long_prompts",
             "preemptions_per_request",
         ],
     )
@@ -233,6 +236,7 @@ GUARDS: dict[str, dict[str, Any]] = {
     "slack_cap": {"slack_cap": False},
     "running_bonus": {"running_bonus": 0.0},
     "min_residency": {"min_residency_s": 0.0},
+    "anti_starvation": {"starvation_after": None},  # not a thrash guard: bounds the tail
 }
 
 
@@ -279,7 +283,16 @@ def ablation(cfg: AblationConfig, ctx: ExperimentContext) -> list[dict[str, Any]
         cfg,
         rows,
         "Anti-thrash guards: QoE and preemptions",
-        columns=["intensity", "policy", "avg_qoe", "preemptions_per_request", "avg_ttft", "solves"],
+        columns=[
+            "intensity",
+            "policy",
+            "avg_qoe",
+            "preemptions_per_request",
+            "avg_ttft",
+            "ttft_max",
+            "qoe_long_prompts",
+            "solves",
+        ],
     )
     return rows
 

@@ -1,6 +1,6 @@
 # ruff: noqa: RUF012  (Settings is a pydantic model: its list defaults are copied per instance)
-"""E1 (QoE cases), E4 (real trace), E6 (greedy vs DP), E9 (voice), E10 (objectives),
-E11 (ideal vs realised gain)."""
+"""E1 (QoE cases), E6 (greedy vs DP), E9 (voice), E10 (objectives),
+E11 (ideal vs realised gain). E4 is in `trace_replay`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import math
 from typing import Any
 
 import numpy as np
-from pydantic import Field
 
 import kairos.andes.experiments.paper as paper
 from kairos.andes.experiments.common import plot_metric, policy_sweep
@@ -18,7 +17,7 @@ from kairos.andes.qoe import READER_SPEEDS, qoe_at
 from kairos.cli_utils import Settings
 from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
-from kairos.report import save_cdf_plot, save_line_plot, summarize
+from kairos.report import save_line_plot
 
 # Figure 5's cases with a=0, TTFT target 1 s, 1 token/s, ten tokens (ideal I_j = j).
 QOE_CASES: dict[str, list[float]] = {
@@ -54,101 +53,6 @@ def e1(cfg: NoConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         ylabel="delivery time (s)",
         title="Figure 5 cases",
     )
-    return rows
-
-
-class TraceConfig(Settings):
-    profile: str = DEFAULT_PROFILE
-    span_s: float = 3600.0
-    policies: list[str] = ["fcfs", "andes"]
-    # a trace CSV (Azure/Splitwise or BurstGPT) to replay instead of the shared Azure
-    # conversation trace: its arrivals and lengths, rescaled to `load_factor` x the profile's
-    # sustainable rate for its own mean lengths
-    trace: str | None = None
-    load_factor: float = Field(1.0, gt=0)
-    # the trace's own bursts (minute rates 0.6x-1.5x its mean) at the profile's capacity
-    point: SimPoint = SimPoint(arrival="azure_trace", dataset="azure", collect=True)
-
-    def base(self) -> SimPoint:
-        update: dict[str, Any] = {
-            "profile": self.profile,
-            "span_s": self.span_s,
-            "load_factor": self.load_factor,
-        }
-        if self.trace is not None:
-            update |= {"arrival": "trace", "trace": self.trace}
-        # validated again: a trace path is checked like any other setting
-        return SimPoint.model_validate(self.point.model_dump() | update)
-
-
-def aligned_series(
-    results: list[dict[str, Any]], policies: list[str], name: str
-) -> tuple[list[float], dict[str, list[float]]]:
-    """Every policy's per-second series on the longest run's time axis; a run that ended
-    earlier has nothing (NaN) after its end."""
-    time = max((r["series"]["time"] for r in results), key=len)
-    return time, {
-        p: [*r["series"][name], *([math.nan] * (len(time) - len(r["series"][name])))]
-        for p, r in zip(policies, results, strict=True)
-    }
-
-
-@experiment(
-    "andes",
-    "e4",
-    "Real trace: QoE/TTFT/TDS CDFs, queue and KV over time (Figs. 3, 11-13)",
-    TraceConfig,
-    quick={"span_s": 1200.0},
-)
-def e4(cfg: TraceConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
-    base = cfg.base()
-    results = ctx.sweep(run_point, base, [{"policy": p} for p in cfg.policies], "e4")
-    rows: list[dict[str, Any]] = []
-    for pol, res in zip(cfg.policies, results, strict=True):
-        per = res["per_request"]
-        rows.append(
-            {
-                "policy": pol,
-                "requests": res["requests"],
-                "rate": res["rate"],
-                "avg_qoe": res["avg_qoe"],
-                "share_qoe_095": res["share_qoe_095"],
-                "avg_ttft": res["avg_ttft"],
-                "p90_ttft": summarize(per["ttft"]).p90,
-                "avg_tds": res["avg_tds"],
-                "peak_waiting": res["peak_waiting"],
-                "preemptions_per_request": res["preemptions_per_request"],
-            }
-        )
-    for metric, label in (("qoe", "QoE"), ("ttft", "TTFT (s)"), ("tds", "TDS (tokens/s)")):
-        save_cdf_plot(
-            ctx.out_dir / f"e4_cdf_{metric}.png",
-            {
-                p: [v for v in r["per_request"][metric] if v >= 0]
-                for p, r in zip(cfg.policies, results, strict=True)
-            },
-            xlabel=label,
-        )
-    for series in ("waiting", "kv_usage", "running"):
-        time, lines = aligned_series(results, cfg.policies, series)
-        save_line_plot(
-            ctx.out_dir / f"e4_{series}.png",
-            time,
-            lines,
-            xlabel="time (s)",
-            ylabel=series,
-            title=f"E4 {series}",
-            kind="step",
-        )
-    summary: dict[str, Any] = {f"paper_{k}": v for k, v in paper.TRACE.items()}
-    by = {r["policy"]: r for r in rows}
-    if "fcfs" in by and "andes" in by:
-        f, a = by["fcfs"], by["andes"]
-        summary |= {
-            "tds_change": a["avg_tds"] / f["avg_tds"] - 1,
-            "peak_queue_reduction": 1 - a["peak_waiting"] / max(f["peak_waiting"], 1),
-        }
-    publish(ctx, "e4", cfg, rows, f"E4: {base.trace or 'Azure conversation'} trace", summary)
     return rows
 
 

@@ -30,6 +30,7 @@ from kairos.andes.policies.greedy import Packing, batch_bounds, candidate_batche
 from kairos.andes.policies.refiner import VictimCost, refine
 from kairos.andes.policies.scratch import Scratch
 from kairos.andes.policies.snapshot import Snapshot, take_snapshot
+from kairos.andes.policies.starvation import put_first, starved
 from kairos.andes.policy import (
     Decision,
     PreemptMode,
@@ -68,6 +69,12 @@ class AndesConfig(Settings):
     dp_memory_units: PositiveInt = 256  # the DP's memory axis, quantised (cost is O(N*B*units))
     predict_prefill_stall: bool = True  # compute-bound trigger also counts the next prefill
     chunked_prefill: bool = False  # run on Sarathi-style mixed iterations instead of vLLM 0.6's
+    # anti-starvation (policies/starvation.py): a request not running whose user has waited
+    # for text more than this many TTFT targets past due is admitted first; None: off
+    starvation_after: float | None = Field(2.0, ge=0)
+    starvation_per_solve: PositiveInt | None = 1  # how many starved go first per solve (None: all)
+    starvation_vs_queue: float | None = Field(2.0, ge=0)  # ... and overdue > this x queue's mean
+    starvation_boost: bool = False  # starved also rank first in the knapsack (makes room)
 
 
 class AndesPolicy:
@@ -148,6 +155,16 @@ class AndesPolicy:
         else:
             np.copyto(priority, value)
         priority[snap.running] *= 1.0 + cfg.running_bonus
+        first = starved(
+            snap.state,
+            view.now,
+            snap.running,
+            cfg.starvation_after,
+            cfg.starvation_per_solve,
+            cfg.starvation_vs_queue,
+        )
+        if first and cfg.starvation_boost:  # starved rank above all others, the oldest highest
+            priority[first] = float(priority.max()) + 1.0 + np.arange(len(first), 0, -1)[:, None]
         packing = self._pack(value, priority, snap.blocks, capacity, batches)
         near = np.flatnonzero(batches >= packing.batch)
         j = int(near[0]) if packing.batch and near.size else len(batches) - 1
@@ -187,6 +204,7 @@ class AndesPolicy:
             )
             admit, preempt = ref.admit, ref.preempt
         admit = sorted(admit, key=lambda i: -chosen_priority[i])
+        admit = put_first(admit, [i for i in first if packing.selected[i]])
         running_idx = np.flatnonzero(snap.running)
         victim_idx = sorted(running_idx.tolist(), key=lambda i: chosen_priority[i])
         self._victims = [snap.requests[i].request_id for i in victim_idx]
