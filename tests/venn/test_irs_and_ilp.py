@@ -149,3 +149,26 @@ def test_ilp_respects_arrivals_and_unsorted_devices() -> None:
     res = solve_irs_ilp(times, elig, [1, 1], arrival=[0.0, 2.5])
     assert res.feasible and res.completion.tolist() == [1.0, 3.0]  # job 1 cannot use t<2.5
     assert res.mean_delay == pytest.approx((1.0 + 0.5) / 2)
+
+
+def test_artifact_readings_idle_groups_and_full_request_sizes() -> None:
+    # three nested groups: A (all atoms), B (0b011, 0b111), C (0b101, 0b111)
+    rates = {0b001: 0.4, 0b011: 0.2, 0b101: 0.2, 0b111: 0.2}
+    only_a = {0: [req(0, 0, 3)]}
+    # kairos: an idle group does not exist; A owns every atom it can use
+    assert irs_plan(only_a, rates).owner == dict.fromkeys(rates, 0)
+    # the artifact: idle groups hold their atoms until A's loop reaches them; with no other
+    # queue A takes every one of them, unasked
+    art = irs_plan(only_a, rates, idle_groups="artifact", n_groups=3)
+    assert art.owner == dict.fromkeys(rates, 0)
+    # but behind a refusal, an idle group's atoms stay unowned (devices lost, as there)
+    busy_b = {0: [req(0, 0, 3)], 1: [req(1, 1, 2), req(2, 1, 2), req(3, 1, 2)]}
+    kairos = irs_plan(busy_b, rates, queue_len_mode="group")
+    art = irs_plan(busy_b, rates, queue_len_mode="group", idle_groups="artifact", n_groups=3)
+    assert kairos.owner[0b101] == 0 and 0b101 not in art.owner
+    assert set(art.owner.values()) <= {0, 1}  # an idle group never owns an atom
+    # line 12 on full request sizes: a half-dispatched big request counts as big
+    j = {0: [req(0, 0, 1, demand=9), req(1, 0, 1, demand=9)], 1: [req(2, 1, 4)]}
+    two = {0b01: 0.5, 0b11: 0.5}
+    assert irs_plan(j, two).owner[0b11] == 0  # remaining 1+1 drains before B's 4: both count
+    assert irs_plan(j, two, affected_key="request").owner[0b11] == 1  # 9 > 4: none counts

@@ -22,6 +22,13 @@ from kairos.venn.view import RequestView
 
 QueueLenMode = Literal["affected", "group"]
 IntraKey = Literal["remaining", "total"]
+# what line 12's affected-queue estimate counts per queued job: its key (remaining demand), or
+# (`request`, the artifact's `irs.py:13`) the request's full size, fixed when it was queued
+AffectedKey = Literal["key", "request"]
+# groups without a request: left out (kairos), or (`artifact`) given their atoms in the
+# scarcest-first allocation like any group, so only a more abundant group that reaches them in
+# line 12's loop takes them over (`irs.py:78-107`); atoms nobody takes stay unused
+IdleGroups = Literal["skip", "artifact"]
 
 
 def intra_key(req: RequestView, mode: IntraKey = "remaining") -> float:
@@ -74,11 +81,18 @@ def irs_plan(
     queue_len_mode: QueueLenMode = "affected",
     group_factor: Mapping[int, float] | None = None,
     stop_at_refusal: bool = True,
+    affected_key: AffectedKey = "key",
+    idle_groups: IdleGroups = "skip",
+    n_groups: int = 0,
 ) -> IRSPlan:
     """Algorithm 3. `keys` (request id -> sort key; default: remaining demand) order jobs
     inside a group, and fairness may rescale them; `group_factor` scales each group's queue
-    length (the fairness knob across groups)."""
-    gs = sorted(g for g, reqs in groups.items() if reqs)
+    length (the fairness knob across groups). `affected_key` and `idle_groups` (with the
+    number of groups, `n_groups`) select the artifact's readings (see their types)."""
+    active = sorted(g for g, reqs in groups.items() if reqs)
+    idle = [g for g in range(n_groups) if g not in set(active)] if idle_groups == "artifact" else []
+    gs = sorted([*active, *idle])
+    groups = {**{g: [] for g in idle}, **groups}
     factor = {g: (group_factor or {}).get(g, 1.0) for g in gs}
     if keys is None:
         keys = {r.request_id: float(r.remaining) for g in gs for r in groups[g]}
@@ -98,10 +112,13 @@ def irs_plan(
         free -= alloc[g]
     ar = {g: rate(alloc[g]) for g in gs}
     q = {g: len(order[g]) * factor[g] for g in gs}
-    plan_q = {g: [(kv[r.request_id], ar[g]) for r in order[g]] for g in gs}
+    qkey = {r.request_id: _affected(r, kv, affected_key) for g in gs for r in order[g]}
+    plan_q = {g: [(qkey[r.request_id], ar[g]) for r in order[g]] for g in gs}
+    if affected_key == "request":  # the artifact's group queue is a heap on that size
+        plan_q = {g: sorted(q_g) for g, q_g in plan_q.items()}
     by_abundance = sorted(gs, key=lambda g: (-size[g], g))
     for j in by_abundance:
-        if ar[j] <= 0:
+        if ar[j] <= 0 or not order[j]:
             continue
         for k in by_abundance:
             if not (size[k] < size[j] and elig[k] & elig[j]):
@@ -109,6 +126,13 @@ def irs_plan(
             take = alloc[k] & elig[j]
             r_take = rate(take)
             if r_take <= 0 or ar[k] <= 0:
+                continue
+            if not order[k]:  # an idle group (artifact mode): its atoms pass on unasked
+                alloc[j] |= take
+                alloc[k] -= take
+                ar[j] += r_take
+                ar[k] -= r_take
+                plan_q[j] = [(d, x + r_take) for d, x in plan_q[j]]
                 continue
             if queue_len_mode == "affected":
                 m_j = affected_len(plan_q[j], plan_q[k]) * factor[j]
@@ -123,5 +147,9 @@ def irs_plan(
                 plan_q[j] = [(d, x + r_take) for d, x in plan_q[j]] + plan_q[k]
             elif stop_at_refusal:
                 break
-    owner = {a: g for g in gs for a in alloc[g]}
+    owner = {a: g for g in gs for a in alloc[g] if order[g]}
     return IRSPlan(owner=owner, order=order, alloc_rate=ar, size=size)
+
+
+def _affected(r: RequestView, keys: Mapping[int, float], mode: AffectedKey) -> float:
+    return float(r.demand) if mode == "request" else keys[r.request_id]

@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from kairos.venn.fairness import FairnessMode, fairness_factors
-from kairos.venn.irs import IntraKey, QueueLenMode, intra_key, irs_plan
+from kairos.venn.irs import AffectedKey, IdleGroups, IntraKey, QueueLenMode, intra_key, irs_plan
 from kairos.venn.matching import MatcherConfig, TierMatcher
 from kairos.venn.plans import GroupPlan, Plan
 from kairos.venn.policy import apply_tiers
@@ -26,6 +26,8 @@ class VennConfig(BaseModel):
     queue_len_mode: QueueLenMode = "affected"
     work_conserving: bool = True
     stop_at_refusal: bool = True  # Algorithm 3 line 16; False keeps comparing scarcer groups
+    affected_key: AffectedKey = "key"  # "request": the artifact's full request sizes
+    idle_groups: IdleGroups = "skip"  # "artifact": idle groups hold atoms until taken over
     matching: bool = True
     tiers: int = Field(2, ge=1, le=16)
     tail_q: float = Field(0.95, gt=0, lt=1)
@@ -69,7 +71,15 @@ class VennPolicy:
             for r in view.requests
         }
         irs = irs_plan(
-            groups, view.rates, keys, cfg.queue_len_mode, group_mult, cfg.stop_at_refusal
+            groups,
+            view.rates,
+            keys,
+            cfg.queue_len_mode,
+            group_mult,
+            cfg.stop_at_refusal,
+            cfg.affected_key,
+            cfg.idle_groups,
+            max((a.bit_length() for a in view.rates), default=0),
         )
         plan = GroupPlan(
             owner=irs.owner,
