@@ -17,6 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
+from kairos.auxo.assignment import oracle_assignment
 from kairos.fl.learning import (
     AccuracyStats,
     EvalPoint,
@@ -81,6 +82,29 @@ def evaluate_cohorts(run: CohortRun, round: int, time: float) -> CohortEval:
         loss=float(np.nanmean(scores.loss)),
     )
     return CohortEval(point, scores.accuracy, which, tuple(leaves))
+
+
+def oracle_membership(run: CohortRun) -> np.ndarray:
+    """Diagnostic, not Auxo (spec 3.9): each client's leaf whose model has the lowest loss on
+    the client's *training* data (ties: first id), as an index into `leaves()`. Scoring the
+    run under it separates what the cohort models can do from how well Auxo assigns clients."""
+    leaves = run.leaves()
+    model = run.model
+    pos = {c: j for j, c in enumerate(leaves)}
+    out = np.zeros(len(run.dataset), dtype=np.int64)
+    for i, data in enumerate(run.dataset.clients):
+        if data.n_train == 0:
+            continue
+        losses = {c: model.loss(run.states[c].weights, data.x_train, data.y_train) for c in leaves}
+        out[i] = pos[oracle_assignment(losses)]
+    return out
+
+
+def evaluate_under(run: CohortRun, membership: np.ndarray) -> AccuracyStats:
+    """Per-client accuracy statistics with client i scored on leaf `membership[i]`'s model."""
+    weights = [run.states[c].weights for c in run.leaves()]
+    scores = evaluate_clients(run.model, run.dataset, weights, assignment=membership)
+    return AccuracyStats.of(scores.accuracy)
 
 
 def membership_index(membership: Mapping[int, str], leaves: Sequence[str], n: int) -> np.ndarray:

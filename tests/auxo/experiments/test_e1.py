@@ -69,3 +69,15 @@ def test_with_label_skew_inside_groups_auxo_does_no_harm(rows: dict[str, dict[st
     r = rows["yogi_skew"]
     assert r["seeds"] == 3
     assert r["d_final_mean"] >= -max(100 * r["base_spread"], 1.0)
+
+
+def test_the_variance_rise_is_misassignment_not_the_cohort_models(
+    rows: dict[str, dict[str, Any]],
+) -> None:
+    """Measured (YoGi, quick, seeds 0-4): Auxo's variance is 2-4x the single model's, but with
+    each client on its lowest-training-loss leaf (a diagnostic, not Auxo) it is below it on
+    5/5 seeds; 9-14 of 200 clients sit elsewhere under Auxo's own assignment."""
+    r = rows["yogi"]
+    assert r["variance_change"] > 0  # not reproduced: Auxo raises the variance
+    assert r["oracle_variance_lower"] == 3 and r["oracle_variance_change"] < 0
+    assert 0 < r["misassigned"] < 0.15 * 200

@@ -42,6 +42,8 @@ COLUMNS = [
     "leaves",
     "ari",
     "nmi",
+    "misassigned",
+    "oracle_variance_change",
     "affinity_share",
     "paper_speedup",
     "paper_gain_points",
@@ -73,6 +75,22 @@ def cohort_row(auxo: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def oracle_row(single: list[dict[str, Any]], auxo: list[dict[str, Any]]) -> dict[str, Any]:
+    """Diagnostic: Auxo's cohort models with every client on its lowest-training-loss leaf
+    (not Auxo's assignment): how many clients Auxo placed elsewhere, and the variance change
+    against the single model had they been placed there."""
+    change = [
+        float(a["oracle_variance"]) / float(s["final_variance"]) - 1.0
+        for s, a in zip(single, auxo, strict=True)
+    ]
+    return {
+        "misassigned": mean_of(auxo, "misassigned"),
+        "oracle_final_mean": mean_of(auxo, "oracle_mean"),
+        "oracle_variance_change": round(sum(change) / len(change), 3),
+        "oracle_variance_lower": sum(c < 0 for c in change),
+    }
+
+
 @experiment(
     "auxo",
     "e1",
@@ -97,6 +115,7 @@ def e1(cfg: E1Config, ctx: ExperimentContext) -> dict[str, Any]:
         runs = arm_runs(ctx, cfg.point, arms, seeds, f"auxo E1 {label}")
         row: dict[str, Any] = {"algorithm": label, **compare(runs["single"], runs["auxo"])}
         row |= cohort_row(runs["auxo"])
+        row |= oracle_row(runs["single"], runs["auxo"])
         row["base_spread"] = round(seed_spread(runs["single"]), 4)
         row["paper_speedup"] = "1.2-2.2"
         row["paper_gain_points"] = "3.4-8.2"

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from kairos.auxo.evaluation import cluster_scores
+from kairos.auxo.evaluation import cluster_scores, evaluate_under, oracle_membership
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.robustness import Faults
 from kairos.auxo.training import FLOAT_BYTES, CohortTraining
@@ -236,6 +236,8 @@ def run_arm(cfg: RunConfig) -> dict[str, Any]:
     usage = training.usage
     splits = [f"{r.parent}@{r.round}" for r in training.engine.tree.splits]
     tuned = fine_tuned(cfg, training, final.membership)
+    oracle = oracle_membership(training)
+    o = evaluate_under(training, oracle)
     honest = np.ones(len(ds), dtype=bool)
     honest[flipped] = False
     return {
@@ -255,6 +257,10 @@ def run_arm(cfg: RunConfig) -> dict[str, Any]:
         "participant_rounds": usage.participant_rounds,
         "model_bytes": usage.model_bytes,
         "affinity_bytes": usage.affinity_bytes,
+        "oracle_mean": o.mean,
+        "oracle_p10": o.p10,
+        "oracle_variance": o.variance,
+        "misassigned": int(np.sum(oracle != final.membership)),
         **tuned,
         **history_columns(history),
     }
