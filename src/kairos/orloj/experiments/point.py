@@ -9,6 +9,7 @@ paper. SLO = `slo_mult` x the workload's P99 solo latency.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any
 
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kairos.orloj.arrivals import ArrivalKind
 from kairos.orloj.batchdist import BatchLatencyModel
+from kairos.orloj.bound import relaxation_bound
 from kairos.orloj.recording import Recording, record
 from kairos.orloj.simulator import SimConfig, simulate
 from kairos.orloj.systems import make_system
@@ -87,11 +89,28 @@ def point_recording(p: SimPoint) -> Recording:
     )
 
 
+BOUND = "bound"  # the pseudo-system whose finish rate is the clairvoyant bound
+
+
 def run_point(p: SimPoint) -> dict[str, Any]:
     workload = get_workload(p.workload, p.scale)
     rec = point_recording(p)
     slo = p.slo_mult * workload.p99_ms
     rate = float(rec.meta["rate_per_ms"])
+    if p.system == BOUND:  # what any scheduler could finish on this recording (bound.py)
+        model = p.batch_model.scaled(p.slowdown)
+        served = relaxation_bound(
+            rec.arrival_ms, rec.arrival_ms + slo, rec.solo_ms, model, max(p.batch_sizes)
+        )
+        n = len(rec.solo_ms)
+        unknown = ("goodput_rps", "mean_batch_size", "timed_out", "late", "rejected")
+        return {
+            "finish_rate": served / n,
+            **dict.fromkeys((*unknown, "utilisation", "sched_us_mean"), math.nan),
+            "slo_ms": slo,
+            "p99_ms": workload.p99_ms,
+            "rate_rps": rate * 1e3,
+        }
     policy = make_system(
         p.system,
         model=p.batch_model,

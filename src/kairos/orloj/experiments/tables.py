@@ -7,6 +7,7 @@ dashed) plus one averaged over the workloads.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -19,9 +20,10 @@ from kairos.experiments import ExperimentContext
 from kairos.experiments.publish import publish
 from kairos.experiments.seeds import Cell, seed_average, seed_runs
 from kairos.orloj.arrivals import ArrivalKind
-from kairos.orloj.experiments.point import SimPoint, run_point
+from kairos.orloj.experiments.point import BOUND, SimPoint, run_point
 from kairos.orloj.systems import PAPER_SYSTEMS
 from kairos.report import print_table, save_line_plot
+from kairos.report.stats import mean_ci
 
 METRICS = (
     "finish_rate",
@@ -51,6 +53,9 @@ class TableConfig(BaseModel):
     # per-system keyword options, e.g. {"clockwork": {"schedule_ahead_ms": 2.0}}
     system_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     point: dict[str, Any] = Field(default_factory=dict)  # any other SimPoint field
+    # add the clairvoyant relaxation bound (`kairos.orloj.bound`) as a row: what any scheduler
+    # could finish on the same recording
+    bound: bool = False
 
     def base(self) -> SimPoint:
         return SimPoint.model_validate(
@@ -82,6 +87,8 @@ def sweep_table(
     labels = variants or {
         s: {"system": s, "options": cfg.system_options.get(s, {})} for s in cfg.systems
     }
+    if cfg.bound and variants is None:
+        labels[BOUND] = {"system": BOUND}
     cells = [
         Cell({"workload": w, "slo_mult": m, "system": label}, {"workload": w, "slo_mult": m, **upd})
         for w in cfg.workloads
@@ -90,18 +97,25 @@ def sweep_table(
     ]
     groups = seed_runs(ctx, run_point, cfg.base(), cells, cfg.seeds, description or "orloj sweep")
     rows: list[dict[str, Any]] = []
+    per_seed = {
+        tuple(cell.labels.values()): [float(g["finish_rate"]) for g in group]
+        for cell, group in zip(cells, groups, strict=True)
+    }
     for cell, group in zip(cells, groups, strict=True):
         w, m, label = (cell.labels[k] for k in ("workload", "slo_mult", "system"))
         system = str(labels[label].get("system", label))
-        rows.append(
-            {
-                **cell.labels,
-                "seeds": len(group),
-                **seed_average(group, METRICS),
-                "paper": paper.paper_value(w, m, system),
-                "slo_ms": group[0]["slo_ms"],
-            }
-        )
+        row = {
+            **cell.labels,
+            "seeds": len(group),
+            **seed_average(group, METRICS),
+            "paper": paper.paper_value(w, m, system),
+            "slo_ms": group[0]["slo_ms"],
+        }
+        mine = per_seed.get((w, m, "orloj"))
+        if mine is not None and label != "orloj":  # paired over the seeds: same recordings
+            diff, ci = mean_ci(np.subtract(mine, per_seed[(w, m, label)]))
+            row |= {"orloj_minus": diff, "orloj_minus_ci95": ci}
+        rows.append(row)
     return rows
 
 
@@ -176,7 +190,11 @@ def averages(rows: list[dict[str, Any]], labels: Sequence[str]) -> list[dict[str
             row[label] = float(np.mean([v for v in ours if v is not None]))
             known = [v for v in theirs if v is not None]
             row[f"{label}_paper"] = float(np.mean(known)) if known else None
-        others = [s for s in labels if s != "orloj"]
+        others = [s for s in labels if s not in ("orloj", BOUND)]
+        if BOUND in labels:  # how far from what any scheduler could do on these recordings
+            best_base = max((row[s] for s in others), default=math.nan)
+            row["orloj_gap_to_bound"] = row[BOUND] - row.get("orloj", math.nan)
+            row["best_baseline_gap_to_bound"] = row[BOUND] - best_base
         if "orloj" in labels and others:
             for tag, ref in (("", ""), ("paper_", "_paper")):
                 o = row.get(f"orloj{ref}")
@@ -201,6 +219,9 @@ def _compact(avg: dict[str, Any], labels: Sequence[str]) -> dict[str, Any]:
     for key in ("orloj_over_clockwork", "orloj_over_best"):
         if key in avg:
             out[key.replace("_over_", "/")] = _pair(avg[key], avg[f"paper_{key}"])
+    for key in ("orloj_gap_to_bound", "best_baseline_gap_to_bound"):
+        if key in avg:
+            out[key] = f"{avg[key]:.3f}"
     return out
 
 
@@ -219,10 +240,15 @@ def publish_table(
             line: dict[str, Any] = {"workload": w, "slo": m}
             for label in labels:
                 ours = _cell(rows, w, m, label, "finish_rate")
+                ci = _cell(rows, w, m, label, "finish_rate_ci95")
                 theirs = _cell(rows, w, m, label, "paper")
-                line[label] = f"{ours:.2f}" + (f" / {theirs:.2f}" if theirs is not None else "")
+                spread = f"±{ci:.2f}" if ci is not None and math.isfinite(ci) else ""
+                line[label] = f"{ours:.2f}{spread}" + (
+                    f" / {theirs:.2f}" if theirs is not None else ""
+                )
             shown.append(line)
-    print_table(shown, title=f"{title}: finish rate, ours / paper")
+    seeds = max((int(r["seeds"]) for r in rows), default=0)
+    print_table(shown, title=f"{title}: finish rate ±95% CI over {seeds} seeds, ours / paper")
     avg = averages(rows, labels)
     print_table([_compact(a, labels) for a in avg], title=f"{name}: average over workloads")
     publish(ctx, name, cfg, rows, summary={"averages": avg}, show_summary=False)

@@ -71,6 +71,7 @@ class OrlojPolicy:
             cfg.b,
             cfg.drop_estimator,
             cfg.pooled,
+            cfg.cost_mean,
         )
         self.queues = ScoredQueues(self.sizes, cfg.index, self.store, cfg.b)
         self.speed = (
