@@ -72,6 +72,9 @@ class AuxoParams(BaseModel):
     kmeans_n_init: int = Field(10, ge=1)
     kmeans_max_iter: int = Field(100, ge=1)
     label_votes: bool = Field(False, description="smooth labels by per-client votes (R code)")
+    loss_fallback: bool = Field(
+        False, description="a client no leaf rewards picks its lowest-loss leaf (not the source)"
+    )
 
     # --- rewards and selection (3.5, 3.6) ---
     gamma: float = Field(0.2, gt=0, le=1, description="reward EMA weight")

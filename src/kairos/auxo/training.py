@@ -34,6 +34,7 @@ import numpy as np
 
 from kairos.auxo.engine import AuxoEngine, RoundReport
 from kairos.auxo.evaluation import CohortEval, Usage, evaluate_cohorts, membership_index
+from kairos.auxo.loss_fallback import place_by_loss
 from kairos.auxo.matching import match
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.rewards import AffinityEntry
@@ -153,12 +154,23 @@ class CohortTraining:
             req = self.requests.get(c)
             if req is not None and req[1] == version:
                 continue
+            if self.params.loss_fallback:
+                self._place_by_loss(c)
             request = self.engine.request(c, round)
             leaf = match(request, self.engine.tree, self.engine.client_rng(c))
             if leaf is None:
                 continue
             self.requests[c] = (leaf, version)
             self.usage.affinity_bytes += message_bytes(leaf)
+
+    def _place_by_loss(self, client: int) -> None:
+        """Option `loss_fallback` (centralized mode): see `kairos.auxo.loss_fallback`."""
+        leaves = self.leaves()
+        weights = {c: self.states[c].weights for c in leaves}
+        data = self.dataset.clients[client]
+        record = self.engine.record(client)
+        if place_by_loss(record, self.model, weights, data, leaves, self.params.split_bonus):
+            self.usage.model_bytes += len(leaves) * self.model.n_params * FLOAT_BYTES
 
     def requesters(self, cohort: str) -> np.ndarray:
         version = self.engine.tree.version
