@@ -23,10 +23,15 @@ def test_e2_real_jobs_follow_srtf_at_every_boundary(tmp_path: Path) -> None:
     assert s["states"] == " ".join(["done"] * 6)
     assert s["srtf_violations"] == 0
     order = s["order"].split()
-    # Fig. 2.8a's opening does not depend on timing: #1 preempts #0, #3 (shorter) runs
-    # before #2 (earlier), the long #0 ends last; newcomers preempt at boundaries
-    assert order[:4] == ["0", "1", "3", "2"] and order[-1] == "0"
-    assert s["preemptions"] >= 3 and s["matches"], order  # #1, #4 and #5 preempt
+    # Fig. 2.8a's opening: #1 preempts #0, #3 (shorter) runs before #2 (earlier), the long #0
+    # ends last. Whether #1 is done when #3 arrives depends on timing (0.12 s apart at this
+    # scale; on a loaded machine #3 preempted #1, which then resumed: 0 1 3 1 2), so only the
+    # timing-free facts are asserted here; srtf_violations checks every boundary by the rule
+    assert order[:3] == ["0", "1", "3"] and order.index("3") < order.index("2")
+    assert order[-1] == "0"
+    # #1, #4 and #5 preempt (the exact segment order, s["matches"], is reported, not asserted:
+    # it moves with the machine's load, and the rule is what srtf_violations checks)
+    assert s["preemptions"] >= 3, order
     tl = out["run"].timeline
     ordered = sorted(tl, key=lambda r: r.start)
     assert all(a.end <= b.start for a, b in itertools.pairwise(ordered))  # one lane
@@ -47,8 +52,14 @@ def test_e3_real_jobs_get_equal_fair_shares(tmp_path: Path) -> None:
     assert s["max_concurrent"] == 3
     three = [r for r in out["rows"] if all(r[f"job{k}_share"] > 0.05 for k in range(3))]
     assert len(three) >= 4
-    for row in three[1:-1]:  # whole windows with all three present: a third each
-        assert all(0.25 <= row[f"job{k}_share"] <= 0.42 for k in range(3)), row
+    # whole windows with all three present: a third each. On a loaded CI machine one window
+    # was seen at 0.294/0.428/0.275, so each window gets a wide band (an unfair 1/2 still fails
+    # it) and the mean over the windows a narrow one
+    whole = three[1:-1]
+    for row in whole:
+        assert all(0.2 <= row[f"job{k}_share"] <= 0.47 for k in range(3)), row
+    for k in range(3):
+        assert 0.28 <= sum(r[f"job{k}_share"] for r in whole) / len(whole) <= 0.39
     assert all(r["busy"] > 0.8 for r in out["rows"])  # the lane never sat idle
 
 
