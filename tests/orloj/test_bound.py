@@ -41,6 +41,10 @@ def test_work_share_is_the_cheapest_slot_of_any_batch() -> None:
     ]
     assert np.allclose(w, expected)
     assert np.all(w < [10.0, 100.0])  # batching makes each member's share cheaper than alone
+    tight = work_share([10.0, 100.0], MODEL, 16, window=[12.0, 105.0])  # only k = 1, 2 fit 12 ms
+    assert tight[0] == pytest.approx((MODEL.shift(2) + MODEL.scale(2) * 10) / 2)
+    assert tight[1] == pytest.approx(MODEL.shift(1) + MODEL.scale(1) * 100)  # alone, 100.5
+    assert np.isinf(work_share([100.0], MODEL, 16, window=[50.0])[0])
 
 
 def test_the_exact_solver_refuses_large_instances() -> None:

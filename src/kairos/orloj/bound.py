@@ -17,7 +17,8 @@ still win on that trace, and the rest is the trace itself (work that no schedule
   inside [release_i, deadline_i] (the batch runs there). Dropping the batching structure
   leaves a preemptive one-machine problem with windows; its fractional version (serve a
   fraction x_i of request i) is a linear program whose optimum bounds the count from above.
-  A request that cannot finish even alone (min_k g_k(l_i) > its SLO) gets x_i = 0.
+  Only batch sizes whose g_k(l_i) fits in i's window count (a long request under a tight SLO
+  cannot share a batch of 16); a request no batch size fits (not even alone) gets x_i = 0.
 
 Both are upper bounds on every policy's finish count under the simulator's contract; the
 property test checks policy <= exact <= relaxation on random small traces.
@@ -45,17 +46,19 @@ def _durations(model: BatchLatencyModel, k: int, solo: np.ndarray) -> np.ndarray
     return model.shift(k) + model.scale(k) * solo
 
 
-def work_share(solo: Times, model: BatchLatencyModel, max_batch: int) -> np.ndarray:
-    """w_i = min over k <= max_batch of g_k(l_i)/k: the least worker time request i can be
-    charged in any batch (its batch runs g_k(max) >= the average of its members' g_k(l))."""
+def work_share(
+    solo: Times, model: BatchLatencyModel, max_batch: int, window: Times | None = None
+) -> np.ndarray:
+    """w_i = min of g_k(l_i)/k over the batch sizes k <= max_batch whose batch could end on time
+    (g_k(l_i) <= `window`_i, its SLO): the least worker time request i can be charged in any
+    batch it finishes on time in (that batch runs g_k(max) >= the mean of its members'
+    g_k(l), and runs inside i's window). Infinite where no batch size fits."""
     solo_arr = np.asarray(solo, dtype=float)
-    shares = [_durations(model, k, solo_arr) / k for k in range(1, max_batch + 1)]
-    return np.min(np.vstack(shares), axis=0)
-
-
-def _fastest_alone(solo: np.ndarray, model: BatchLatencyModel, max_batch: int) -> np.ndarray:
-    """The shortest batch that can hold request i: min over k of g_k(l_i)."""
-    return np.min(np.vstack([_durations(model, k, solo) for k in range(1, max_batch + 1)]), axis=0)
+    durations = np.vstack([_durations(model, k, solo_arr) for k in range(1, max_batch + 1)])
+    shares = durations / np.arange(1, max_batch + 1)[:, None]
+    if window is not None:
+        shares = np.where(durations <= np.asarray(window, dtype=float), shares, np.inf)
+    return np.min(shares, axis=0)
 
 
 def exact_optimum(
@@ -107,9 +110,8 @@ def relaxation_bound(
 ) -> float:
     """An upper bound on the requests any schedule finishes on time (fractional, any n)."""
     r, d, ls = (np.asarray(v, dtype=float) for v in (release, deadline, solo))
-    w = work_share(ls, model, max_batch)
-    ok = _fastest_alone(ls, model, max_batch) <= d - r
-    idx = np.flatnonzero(ok)
+    w = work_share(ls, model, max_batch, d - r)
+    idx = np.flatnonzero(np.isfinite(w))  # the others cannot finish even alone
     if idx.size == 0:
         return 0.0
     points = np.unique(np.concatenate([r[idx], d[idx]]))
