@@ -60,6 +60,35 @@ def test_paged_attention_equals_dense_forward(cfg: ModelConfig) -> None:
                 done[i] = e
 
 
+def test_fresh_prefills_attend_their_own_keys_and_still_fill_the_cache() -> None:
+    """Fresh prompts attend to their keys as computed (no gather from the cache): the cache's
+    old contents (large garbage here; finite, as masked decode slots must be) must not matter, and the next decodes, which do read the cache,
+    must see what the prefill wrote."""
+    model = tiny_model(5)
+    cache = KVCache(TINY, 24, 0, 16, torch.float64, torch.device("cpu"))
+    for layer in cache.layers:
+        layer.k.fill_(1e6)
+        layer.v.fill_(-1e6)
+    seqs = [
+        torch.randint(0, 259, (n,), generator=torch.Generator().manual_seed(n)) for n in (9, 33, 17)
+    ]
+    tables = [[0, 1, 2], [3, 4, 5, 6], [7, 8]]
+    dense = [model.dense_logits(s) for s in seqs]
+    cpu = torch.device("cpu")
+    with torch.inference_mode():
+        lens = [len(s) - 1 for s in seqs]
+        batch = AttentionBatch.build([0, 0, 0], lens, tables, 16, cpu)
+        ids = torch.cat([s[:-1] for s in seqs])
+        pos = torch.cat([torch.arange(n) for n in lens])
+        logits = model(ids, pos, batch, cache.layers)
+        for row, (s, n) in enumerate(zip(dense, lens, strict=True)):
+            torch.testing.assert_close(logits[row], s[n - 1], rtol=1e-9, atol=1e-9)
+        batch = AttentionBatch.build(lens, [1, 1, 1], tables, 16, cpu)
+        logits = model(torch.stack([s[-1] for s in seqs]), torch.tensor(lens), batch, cache.layers)
+        for row, s in enumerate(dense):
+            torch.testing.assert_close(logits[row], s[-1], rtol=1e-9, atol=1e-9)
+
+
 def test_greedy_alone_equals_batched() -> None:
     ps = prompts(6)
     alone = [make_engine().generate([p], GREEDY)[0] for p in ps]

@@ -174,7 +174,7 @@ def run_static(hf: Any, prompts: Sequence[list[int]], outs: Sequence[int]) -> Ru
 
     first: list[float] = []
 
-    class MarkDecode(transformers.StoppingCriteria):  # type: ignore[misc]
+    class MarkDecode(transformers.StoppingCriteria):
         """Called after every generated token: its first call ends the prefill."""
 
         def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:

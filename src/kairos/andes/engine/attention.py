@@ -15,7 +15,10 @@ sequence's whole context back through its block table:
 - prefills and prefill chunks run one call each, without padding, so a batch of prompts costs
   each prompt's own attention (what the latency model and the simulator assume), neither
   `batch x longest` nor that of one prompt of their summed length (the loop is the CPU
-  stand-in for a variable-length attention kernel).
+  stand-in for a variable-length attention kernel). A fresh prompt (nothing cached before
+  it) attends to its own new keys and values as computed, without reading them back from
+  the cache: two gathers per prompt and layer fewer; chunks and recomputes after a cached
+  part gather their context through the block table.
 
 Staging. A decode batch gathers every context every layer, although from one decode iteration
 to the next only one token per sequence is new. When an iteration is all decodes of the same
@@ -262,11 +265,14 @@ def paged_attention(
             return o
         out[batch.decode_index] = o
     for span in batch.prefills:
-        assert span.blocks is not None
-        ctx = span.start + span.length
         sl = slice(span.first, span.first + span.length)
-        keys = kv.k.index_select(1, span.blocks).view(hkv, -1, d)[:, :ctx]
-        values = kv.v.index_select(1, span.blocks).view(hkv, -1, d)[:, :ctx]
+        if span.start == 0:  # a fresh prompt's context is its own new keys: nothing to gather
+            keys, values = k[sl].transpose(0, 1), v[sl].transpose(0, 1)
+        else:
+            assert span.blocks is not None
+            ctx = span.start + span.length
+            keys = kv.k.index_select(1, span.blocks).view(hkv, -1, d)[:, :ctx]
+            values = kv.v.index_select(1, span.blocks).view(hkv, -1, d)[:, :ctx]
         out[sl] = _attend(q[sl], keys, values, span.mask)
     return out
 
