@@ -84,7 +84,12 @@ def greedy_pack(
     # (fresh (n, nb) temporaries are costly, see kairos.andes.gain: make as few as possible)
     work = scratch or Scratch()
     order = stable_argsort_rows(np.negative(priority.T, out=work.take("keys", (nb, n))))
-    ordered_len = np.take(lengths, order, out=work.take("lengths", (nb, n), lengths.dtype))
+    # no B takes more than max(batches) requests, so only that prefix of each order (and the
+    # one after it, to see a misfit) is read: except a single B, whose sum numpy takes
+    # pairwise over the whole column, and the skip variant, which may pass over misfits
+    k = n if skip or nb == 1 else min(n, int(batches.max()) + 1)
+    head = order[:, :k]
+    ordered_len = np.take(lengths, head, out=work.take("lengths", (nb, k), lengths.dtype))
     if skip:
         take = _skip_fill(ordered_len.T, capacity, batches)
         objectives = (np.take_along_axis(gains, order.T, axis=0) * take).sum(axis=0)
@@ -92,13 +97,13 @@ def greedy_pack(
         chosen = order[best, take[:, best]]
     else:
         fits_mem = np.cumsum(ordered_len, axis=1, out=ordered_len) <= capacity
-        first_misfit = np.where(fits_mem.all(axis=1), n, np.argmin(fits_mem, axis=1))
+        first_misfit = np.where(fits_mem.all(axis=1), k, np.argmin(fits_mem, axis=1))
         count = np.minimum(first_misfit, batches)
         # the selection at B is a prefix of the order, so its objective is a running sum read
         # at the prefix's end: cumsum adds in order, exactly as a sum down the columns would
-        flat = np.multiply(order, nb, out=work.take("flat", (nb, n), np.intp))
+        flat = np.multiply(head, nb, out=work.take("flat", (nb, k), np.intp))
         flat += np.arange(nb)[:, None]  # order[j, i] * nb + j: gains[order[j, i], j] flattened
-        ordered_gain = np.take(gains, flat, out=work.take("ordered_gain", (nb, n)))
+        ordered_gain = np.take(gains, flat, out=work.take("ordered_gain", (nb, k)))
         if nb > 1:
             running = np.cumsum(ordered_gain, axis=1, out=ordered_gain)
             objectives = np.where(count > 0, running[np.arange(nb), np.maximum(count - 1, 0)], 0.0)

@@ -5,7 +5,8 @@ numpy's `kind="stable"` argsort is a merge/timsort; its default argsort dispatch
 sort (x86-simd-sort on AVX-512/AVX2 machines) that is much faster but does not keep equal
 keys in index order. Ties are rare among positive priorities but common among zeros (users
 with buffered text all have gain 0), and the packer's decisions depend on their order, so
-the fast sort is followed by a fix-up that puts every run of equal keys back in index order.
+the fast sort is followed by a fix-up that puts every run of equal keys back in index order
+(touching only the positions inside such runs).
 The result equals `np.argsort(keys, axis=1, kind="stable")` exactly (a property test checks).
 """
 
@@ -25,11 +26,16 @@ def stable_argsort_rows(keys: np.ndarray) -> np.ndarray:
     if np.isnan(ranked[:, -1]).any():  # NaNs sort last; as a stable sort does, keep them in order
         nan = np.isnan(ranked)
         tied |= nan[:, 1:] & nan[:, :-1]
-    rows = np.flatnonzero(tied.any(axis=1))
-    if rows.size:
-        # number each run of equal keys (runs stay where the sort put them), then order the
-        # positions by (run, index): within a run, by index; the runs keep their places
-        run = np.zeros((rows.size, n), dtype=np.int64)
-        np.cumsum(~tied[rows], axis=1, out=run[:, 1:])
-        order[rows] = np.sort(run * n + order[rows], axis=1) % n
+    if tied.any():
+        # only the positions inside runs of equal keys move: number the runs in row-major
+        # order (they never straddle rows) and sort those positions by (run, index)
+        in_run = np.zeros(keys.shape, dtype=bool)
+        in_run[:, 1:] = tied
+        in_run[:, :-1] |= tied
+        flat = np.flatnonzero(in_run)
+        continues = np.zeros(keys.shape, dtype=bool)
+        continues[:, 1:] = tied  # tied with the position before it: the same run
+        run = np.cumsum(~continues.ravel()[flat])
+        moved = order.ravel()[flat]
+        order.ravel()[flat] = np.sort(run * n + moved) % n
     return order
