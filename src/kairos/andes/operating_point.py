@@ -109,7 +109,11 @@ def find_load(
         else:
             break
     side = 0
-    while len(probes) < max_probes and f_lo >= 0 >= f_hi and min(-f_hi, f_lo) > tol:
+
+    def missed() -> bool:  # the measured values, not the Illinois-scaled ends
+        return min(abs(y - target) for _, y in probes) > tol
+
+    while len(probes) < max_probes and f_lo >= 0 >= f_hi and missed():
         x = hi - f_hi * (hi - lo) / (f_hi - f_lo) if f_hi != f_lo else (lo + hi) / 2
         x = min(max(x, lo + 1e-3 * (hi - lo)), hi - 1e-3 * (hi - lo))
         f_x = probe(x)
