@@ -103,11 +103,14 @@ def speedups(
                 "avg_jct_h": float(np.mean(list(per_seed.values()))) / 3600.0,
             }
             for col, other in (("speedup", base_label), (f"vs_{ref_label}", ref_label)):
-                pr = _paired(labels.get(other), per_seed)
+                pr = (
+                    _paired(labels.get(other), per_seed)
+                    if other != label or col == "speedup"
+                    else None
+                )
                 if pr is not None:
                     row.update(pr.columns(col))
-                    if col == "speedup":
-                        row["resolves_5pct"] = pr.can_resolve(1.05)
+                    row.setdefault("resolves_5pct", pr.can_resolve(1.05))
             row["seeds"] = len(per_seed)
             out.append(row)
     return out
