@@ -108,3 +108,24 @@ def test_a_starved_long_prompt_goes_first_with_the_rule_on() -> None:
     # without the rule Andes prefers the short prompts (gain per block): the long one is last
     assert [r.request_id for r in off.admit][-1] == "long"
     assert {r.request_id for r in on.admit} == {r.request_id for r in off.admit}
+
+
+def test_a_starved_prompt_that_does_not_fit_is_forced_only_with_the_boost() -> None:
+    """With 36 blocks the long prompt (32 blocks) and the ten short ones (1 each) do not all
+    fit. Ranked by gain per block the knapsack keeps the short ones, and the rule does not
+    force a request the knapsack left out (that blocked admission under bursts); with
+    `starvation_boost` the starved request ranks first, so it is selected and admitted first."""
+
+    def queue() -> Scheduler:
+        profile = _profile().model_copy(update={"kv_capacity": 36 * 16})
+        sched = Scheduler(FCFSPolicy(), profile, SchedulerConfig(watermark=0.0))
+        for r in _queue().requests.values():
+            sched.add_request(Request(r.request_id, r.arrival, r.prompt_len, 100, r.ttft_s, 5.0))
+        return sched
+
+    base = AndesConfig(selective_trigger=False, solve_every=1)
+    plain = AndesPolicy(base).decide(queue().view(4.0))
+    boosted = AndesPolicy(base.model_copy(update={"starvation_boost": True}))
+    forced = boosted.decide(queue().view(4.0))
+    assert "long" not in {r.request_id for r in plain.admit} and len(plain.admit) == 10
+    assert forced.admit[0].request_id == "long" and len(forced.admit) == 5
