@@ -192,7 +192,7 @@ def _on_own_thread(runner: Callable[[], Run]) -> Run:
     a background thread): every runner then meets the same threading. On the main thread
     of this shared, oversubscribed machine, each of torch's two-thread parallel regions
     waited about a scheduler time slice (10-13 ms for ops that take 0.2-1.5 ms alone), which
-    made a main-thread run 3-8x slower than the same run on another thread."""
+    made a main-thread run 3-12x slower than the same run on another thread."""
     box: list[Run] = []
     errors: list[BaseException] = []
 
