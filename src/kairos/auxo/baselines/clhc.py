@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from scipy.cluster.hierarchy import fcluster, linkage
 
-from kairos.auxo.baselines.common import BaselineResult, ClusterSet, proportional_budgets
+from kairos.auxo.baselines.common import BaselineResult, ClusterSet
 from kairos.fl.learning import RoundRunner
 
 
@@ -74,10 +74,5 @@ def run_clhc(runner: RoundRunner, cfg: CLHCConfig, rng: np.random.Generator) -> 
     labels = hierarchical_labels(updates, cfg)
     cs.split(0, labels, everyone)
     clustered_at = cs.round
-    while cs.round < cfg.rounds:
-        sizes = np.bincount(cs.assignment, minlength=cs.n_models)
-        budgets = proportional_budgets(sizes, p)
-        cs.run(rng, [cs.members(k) for k in range(cs.n_models)], budgets)
-        if cs.round % cfg.eval_every == 0:
-            cs.evaluate()
+    cs.train_until(cfg.rounds, p, rng, cfg.eval_every)
     return cs.result("clhc", {"clustered_at_round": clustered_at, "clusters": cs.n_models})

@@ -142,6 +142,19 @@ class ClusterSet:
         self.round += 1
         return results
 
+    def train_until(
+        self, rounds: int, participants: int, rng: np.random.Generator, eval_every: int
+    ) -> None:
+        """The fixed-partition phase every one-shot method ends with: each cluster trains among
+        its members with a share of `participants` proportional to its size, evaluated every
+        `eval_every` rounds."""
+        while self.round < rounds:
+            sizes = np.bincount(self.assignment, minlength=self.n_models)
+            budgets = proportional_budgets(sizes, participants)
+            self.run(rng, [self.members(k) for k in range(self.n_models)], budgets)
+            if self.round % eval_every == 0:
+                self.evaluate()
+
     def collect_updates(
         self, k: int, clients: np.ndarray, rng: np.random.Generator, max_tries: int = 100
     ) -> np.ndarray:

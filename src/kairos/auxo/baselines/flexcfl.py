@@ -24,7 +24,6 @@ from kairos.auxo.baselines.common import (
     BaselineResult,
     ClusterSet,
     client_losses,
-    proportional_budgets,
 )
 from kairos.auxo.clustering import kmeans
 from kairos.auxo.features import unit_rows
@@ -92,10 +91,5 @@ def run_flexcfl(
     if len(newcomers):
         assign_newcomers(runner, cs, newcomers)
     p = runner.config.participants
-    while cs.round < cfg.rounds:
-        sizes = np.bincount(cs.assignment, minlength=cs.n_models)
-        budgets = proportional_budgets(sizes, p)
-        cs.run(rng, [cs.members(k) for k in range(cs.n_models)], budgets)
-        if cs.round % cfg.eval_every == 0:
-            cs.evaluate()
+    cs.train_until(cfg.rounds, p, rng, cfg.eval_every)
     return cs.result("flexcfl", {"groups": cs.n_models, "newcomers": len(newcomers)})
