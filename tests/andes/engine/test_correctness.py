@@ -62,8 +62,8 @@ def test_paged_attention_equals_dense_forward(cfg: ModelConfig) -> None:
 
 def test_fresh_prefills_attend_their_own_keys_and_still_fill_the_cache() -> None:
     """Fresh prompts attend to their keys as computed (no gather from the cache): the cache's
-    old contents (large garbage here; finite, as masked decode slots must be) must not matter, and the next decodes, which do read the cache,
-    must see what the prefill wrote."""
+    old contents (large garbage here; finite, as masked decode slots must be) must not
+    matter, and the next decodes, which do read the cache, must see what the prefill wrote."""
     model = tiny_model(5)
     cache = KVCache(TINY, 24, 0, 16, torch.float64, torch.device("cpu"))
     for layer in cache.layers:
