@@ -15,8 +15,9 @@ fall behind the rest of the queue:
   mechanism admits in order and stops at the first misfit, like FCFS at its queue's head.
 - a starved request the knapsack did not select (it does not fit beside what Andes keeps)
   is not forced: forcing it blocked admission behind it whenever memory was full, which
-  cost E2 at intensity 2.0 0.11-0.16 of average QoE (docs/andes.md, item 15). `AndesConfig.starvation_boost` ranks
-  starved requests first in the knapsack too, so it makes room for them by preemption.
+  cost E2 at intensity 2.0 0.11-0.16 of average QoE (docs/andes.md, item 15).
+  `AndesConfig.starvation_boost` ranks starved requests first in the knapsack too, so it
+  makes room for them by preemption.
 
 So the rule bounds waits that come from Andes' ordering (a compute-bound queue, E4), not
 waits for memory under a burst, where FCFS's own waits are long too.
