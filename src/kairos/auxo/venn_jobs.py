@@ -19,11 +19,11 @@ model, stated, not measured.
 
 A cohort job only exists from the time its parent finishes, which the simulation itself
 decides; `kairos.venn.simulator` takes a fixed job list, so the run is built in phases: simulate,
-read the finish time of every cohort that is due to split, add its children as jobs arriving
-then, and simulate again until no cohort is left to add. The simulation is deterministic and a
-job that has not yet arrived does not touch the manager, so each phase replays the previous
-one exactly up to the new arrivals; the last phase is one simulator run with every cohort
-registered as a job when it appears.
+read the finish times of the cohorts due to split, add the children of the earliest one as jobs
+arriving then, and simulate again until no cohort is left to add. The simulation is
+deterministic and a job that has not yet arrived does not touch the manager, so each phase
+replays the previous one exactly up to the new arrivals, and every finish before them stands;
+the last phase is one simulator run with every cohort registered as a job when it appears.
 """
 
 from __future__ import annotations
@@ -156,13 +156,16 @@ def run_deployment(
         due = [c for c in due if np.isfinite(finish[c])]
         if not due:
             return res
-        for parent in due:
-            p = max(1, jobs[parent].participants // app.k)  # the split keeps the total budget
-            for j in range(app.k):
-                child = f"{parent}.{j}"
-                req = reqs[f"{app.requirement.name}|cohort {child}"]
-                rounds = _rounds(app, child, app.splits[parent])
-                jobs[child] = _job(app, child, finish[parent] + 1e-6, p, rounds, req)
+        # only the earliest split per phase: children arriving at t can change every finish
+        # after t (seen with two cohorts splitting in one phase: the second parent's finish
+        # moved by 3 s, and its children had been registered at the stale time)
+        parent = min(due, key=lambda c: finish[c])
+        p = max(1, jobs[parent].participants // app.k)  # the split keeps the total budget
+        for j in range(app.k):
+            child = f"{parent}.{j}"
+            req = reqs[f"{app.requirement.name}|cohort {child}"]
+            rounds = _rounds(app, child, app.splits[parent])
+            jobs[child] = _job(app, child, finish[parent] + 1e-6, p, rounds, req)
 
 
 def _rounds(app: AuxoApp, cohort: str, first: int) -> int:
