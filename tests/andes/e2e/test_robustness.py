@@ -61,7 +61,8 @@ def test_bad_requests_get_clear_errors(live: tuple[BackgroundServer, LLMEngine])
 
 def test_disconnects_leak_no_blocks(live: tuple[BackgroundServer, LLMEngine]) -> None:
     server, eng = live
-    aborted_before = eng.stats().aborted
+    before = eng.stats()
+    aborted_before, finished_before = before.aborted, before.finished
 
     async def client(i: int, http: httpx.AsyncClient) -> tuple[int, str | None]:
         body = {
@@ -108,5 +109,10 @@ def test_disconnects_leak_no_blocks(live: tuple[BackgroundServer, LLMEngine]) ->
     assert stats.free_gpu_blocks == stats.num_gpu_blocks, "KV blocks leaked"
     assert eng.scheduler.blocks.cpu.free == eng.scheduler.blocks.cpu.num_blocks
     assert stats.running == stats.waiting == stats.swapped == 0
-    assert stats.aborted - aborted_before == 10
+    # every request ended once, as finished or aborted; each of the 10 hang-ups is aborted
+    # unless its last tokens were generated before the server saw the hang-up (seen once on
+    # a loaded CI machine: 9 aborted, 41 finished)
+    aborted = stats.aborted - aborted_before
+    assert aborted + stats.finished - finished_before == 50
+    assert 5 <= aborted <= 10
     good_request(server.url)
