@@ -90,7 +90,7 @@ def irs_plan(
     length (the fairness knob across groups). `affected_key` and `idle_groups` (with the
     number of groups, `n_groups`) select the artifact's readings (see their types)."""
     active = sorted(g for g, reqs in groups.items() if reqs)
-    idle = [g for g in range(n_groups) if g not in set(active)] if idle_groups == "artifact" else []
+    idle = sorted(set(range(n_groups)) - set(active)) if idle_groups == "artifact" else []
     gs = sorted([*active, *idle])
     groups = {**{g: [] for g in idle}, **groups}
     factor = {g: (group_factor or {}).get(g, 1.0) for g in gs}
