@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from kairos.venn.artifact import (
+    ARTIFACT_VENN,
     PERIOD_S,
     STRETCH_S,
     artifact_sim_config,
@@ -80,7 +81,8 @@ def test_the_artifact_fleet_repeats_the_trace_with_fixed_response_times(inputs: 
 def test_kairos_runs_the_artifact_inputs(inputs: Path) -> None:
     fifo = run_kairos(inputs, "fifo")
     venn = run_kairos(inputs, "venn-nomatch")
-    for r in (fifo, venn):
+    art = run_kairos(inputs, "venn-nomatch", ARTIFACT_VENN)  # the artifact's IRS readings
+    for r in (fifo, venn, art):
         assert r["finished"] == 6 and math.isfinite(r["avg_jct"]) and r["avg_jct"] > 0
         assert r["avg_jct"] == pytest.approx(np.mean(r["jct"]))
     assert run_kairos(inputs, "fifo") == fifo  # deterministic

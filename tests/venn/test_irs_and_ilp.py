@@ -12,7 +12,10 @@ from hypothesis import strategies as st
 
 from kairos.venn.ilp import solve_irs_ilp
 from kairos.venn.irs import affected_len, intra_key, intra_order, irs_plan
+from kairos.venn.manager import ResourceManager
 from kairos.venn.policies import make_policy
+from kairos.venn.policies.venn import VennConfig
+from kairos.venn.supply import StaticSupply
 from kairos.venn.view import ManagerView, RequestView
 
 
@@ -172,3 +175,33 @@ def test_artifact_readings_idle_groups_and_full_request_sizes() -> None:
     two = {0b01: 0.5, 0b11: 0.5}
     assert irs_plan(j, two).owner[0b11] == 0  # remaining 1+1 drains before B's 4: both count
     assert irs_plan(j, two, affected_key="request").owner[0b11] == 1  # 9 > 4: none counts
+
+
+def test_artifact_takeover_hands_devices_to_jobs_that_do_not_qualify() -> None:
+    """The artifact's takeover moves a scarcer group's whole share (`irs.py:106-118`) and its
+    `VennReqScheduler` serves the owner's jobs without an eligibility check, so a device can go
+    to a job it does not qualify for. `takeover="whole"` reproduces that; kairos does not."""
+    # groups: 0 G (all atoms), 1 C (0b011, 0b111), 2 M (0b101, 0b111); C is scarcer than M
+    rates = {0b001: 0.1, 0b011: 0.2, 0b101: 0.3, 0b111: 0.4}
+    view = ManagerView(
+        now=0.0,
+        requests=(*(req(i, 2, 3) for i in range(5)), req(9, 1, 3)),
+        rates=rates,
+        jobs_in_system=6,
+    )
+    art = {"queue_len_mode": "group", "idle_groups": "artifact", "work_conserving": False}
+    # M's queue per supply (5 / 0.3) beats C's (1 / 0.6): M takes C's share
+    usable = irs_plan(view.groups(), rates, queue_len_mode="group")
+    whole = irs_plan(view.groups(), rates, queue_len_mode="group", takeover="whole")
+    assert usable.owner == {0b101: 2, 0b111: 2, 0b011: 1}  # only what M can use
+    assert whole.owner == {0b101: 2, 0b111: 2, 0b011: 2}  # C-only devices too
+    assert whole.alloc_rate[2] == pytest.approx(0.9) and whole.alloc_rate[1] == 0.0
+    # a device of 0b011 checking in goes to one of M's jobs, which it does not qualify for
+    for takeover, served in (("usable", "j9"), ("whole", "j0")):
+        pol = make_policy("venn-nomatch", np.random.default_rng(0), **art, takeover=takeover)
+        m = ResourceManager(pol, supply=StaticSupply(rates))
+        for r in view.requests:
+            m.register_job(r.job_id, r.group, 0.0)
+            m.submit_request(r.job_id, r.remaining, 0.0)
+        assert m.checkin(1.0, 0b011) == served
+    assert VennConfig().takeover == "usable"  # never in the default mode

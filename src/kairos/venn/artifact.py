@@ -47,6 +47,16 @@ CAPACITY = "trace/client_device_capacity"  # the path the artifact hard-codes
 ELIGIBILITY = "trace/eligibility"
 JOBS_JSON = "config/jobs.json"
 META_JSON = "kairos_inputs.json"
+# the artifact's readings of IRS (VennConfig fields; see `kairos.venn.irs`): line 12 on full
+# request sizes (`irs.py:13`), idle groups holding atoms (`irs.py:78-107`), no fallback to other
+# groups (`irs.py:136-140`), and a takeover that moves whole shares, so some devices serve jobs
+# they do not qualify for (`irs.py:106-118`). Only the differential uses them.
+ARTIFACT_VENN: dict[str, Any] = {
+    "affected_key": "request",
+    "idle_groups": "artifact",
+    "work_conserving": False,
+    "takeover": "whole",
+}
 
 
 @dataclass(frozen=True)

@@ -43,10 +43,20 @@ def register(group: typer.Typer) -> None:
         ),
         jobs: Annotated[int, typer.Option("-j", help="artifact runs in parallel")] = 1,
         venn_opts: Annotated[str, typer.Option("--venn", help="VennConfig JSON")] = "{}",
+        readings: Annotated[
+            str, typer.Option(help="artifact: IRS as the artifact reads it; kairos: defaults")
+        ] = "artifact",
     ) -> None:
-        """Run kairos (artifact-compatible mode) and the artifact on identical inputs."""
+        """Run kairos (artifact-compatible mode) and the artifact on identical inputs. Kairos's
+        IRS takes the artifact's readings (`ARTIFACT_VENN`) unless `--readings kairos`;
+        `--venn` overrides single fields on top."""
         from kairos.report import print_table
+        from kairos.venn.artifact import ARTIFACT_VENN
         from kairos.venn.differential import compare, differential
+
+        if readings not in ("artifact", "kairos"):
+            raise typer.BadParameter(f"--readings: artifact or kairos, not {readings!r}")
+        base = ARTIFACT_VENN if readings == "artifact" else {}
 
         rows = differential(
             artifact.resolve(),
@@ -55,7 +65,7 @@ def register(group: typer.Typer) -> None:
             [int(s) for s in seeds.split(",")],
             policies.split(","),
             jobs,
-            json.loads(venn_opts),
+            {**base, **json.loads(venn_opts)},
         )
         print_table(rows, title=f"kairos vs artifact, {workload} (mean JCT, s)")
         summary = compare(rows, "srsf", "venn-nomatch")

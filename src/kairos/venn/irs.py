@@ -29,6 +29,11 @@ AffectedKey = Literal["key", "request"]
 # scarcest-first allocation like any group, so only a more abundant group that reaches them in
 # line 12's loop takes them over (`irs.py:78-107`); atoms nobody takes stay unused
 IdleGroups = Literal["skip", "artifact"]
+# what a group takes over from a scarcer group: the atoms it can use (kairos), or (`whole`) the
+# scarcer group's whole share, as the artifact does (`irs.py:106-107, 116-118`), whose
+# `VennReqScheduler` then hands those devices to the taker's jobs without an eligibility check
+# (`irs.py:136-140`, `venn.py:262-277`; its client accepts any task, `venn_client.py:8-20`)
+Takeover = Literal["usable", "whole"]
 
 
 def intra_key(req: RequestView, mode: IntraKey = "remaining") -> float:
@@ -84,11 +89,14 @@ def irs_plan(
     affected_key: AffectedKey = "key",
     idle_groups: IdleGroups = "skip",
     n_groups: int = 0,
+    takeover: Takeover = "usable",
 ) -> IRSPlan:
     """Algorithm 3. `keys` (request id -> sort key; default: remaining demand) order jobs
     inside a group, and fairness may rescale them; `group_factor` scales each group's queue
     length (the fairness knob across groups). `affected_key` and `idle_groups` (with the
-    number of groups, `n_groups`) select the artifact's readings (see their types)."""
+    number of groups, `n_groups`) and `takeover` select the artifact's readings (see their
+    types). With `takeover="whole"` a group may own atoms it cannot use, and line 12 compares
+    every scarcer group in abundance order, as the artifact's loop does (`irs.py:103`)."""
     active = sorted(g for g, reqs in groups.items() if reqs)
     idle = sorted(set(range(n_groups)) - set(active)) if idle_groups == "artifact" else []
     gs = sorted([*active, *idle])
@@ -117,13 +125,14 @@ def irs_plan(
     if affected_key == "request":  # the artifact's group queue is a heap on that size
         plan_q = {g: sorted(q_g) for g, q_g in plan_q.items()}
     by_abundance = sorted(gs, key=lambda g: (-size[g], g))
-    for j in by_abundance:
+    whole = takeover == "whole"
+    for i, j in enumerate(by_abundance):
         if ar[j] <= 0 or not order[j]:
             continue
-        for k in by_abundance:
-            if not (size[k] < size[j] and elig[k] & elig[j]):
+        for k in by_abundance[i + 1 :] if whole else by_abundance:
+            if not whole and not (size[k] < size[j] and elig[k] & elig[j]):
                 continue
-            take = alloc[k] & elig[j]
+            take = set(alloc[k]) if whole else alloc[k] & elig[j]
             r_take = rate(take)
             if r_take <= 0 or ar[k] <= 0:
                 continue

@@ -12,7 +12,15 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from kairos.venn.fairness import FairnessMode, fairness_factors
-from kairos.venn.irs import AffectedKey, IdleGroups, IntraKey, QueueLenMode, intra_key, irs_plan
+from kairos.venn.irs import (
+    AffectedKey,
+    IdleGroups,
+    IntraKey,
+    QueueLenMode,
+    Takeover,
+    intra_key,
+    irs_plan,
+)
 from kairos.venn.matching import MatcherConfig, TierMatcher
 from kairos.venn.plans import GroupPlan, Plan
 from kairos.venn.policy import apply_tiers
@@ -30,6 +38,9 @@ class VennConfig(BaseModel):
     # spec's remaining demand on Even (10/10 seeds, docs/venn.md); "key" is the spec's reading
     affected_key: AffectedKey = "request"
     idle_groups: IdleGroups = "skip"  # "artifact": idle groups hold atoms until taken over
+    # "whole": a takeover moves the scarcer group's whole share, devices its jobs do not
+    # qualify for included (the artifact's bug, irs.py:106-118); only for the differential
+    takeover: Takeover = "usable"
     matching: bool = True
     tiers: int = Field(2, ge=1, le=16)
     tail_q: float = Field(0.95, gt=0, lt=1)
@@ -82,6 +93,7 @@ class VennPolicy:
             cfg.affected_key,
             cfg.idle_groups,
             max((a.bit_length() for a in view.rates), default=0),
+            cfg.takeover,
         )
         plan = GroupPlan(
             owner=irs.owner,
