@@ -52,9 +52,15 @@ def _nexus(
 
 
 def _clipper(
-    model: BatchLatencyModel, slo_ms: float, rate: float | None, sizes: Sequence[int], **kw: Any
+    model: BatchLatencyModel,
+    slo_ms: float,
+    rate: float | None,
+    sizes: Sequence[int],
+    fixed_sizes: bool = False,
+    **kw: Any,
 ) -> BatchPolicy:
-    return ClipperPolicy(slo_ms, cap=max(sizes), **kw)
+    """Clipper batches any size up to max(S) (the paper's); `fixed_sizes=True`: only S."""
+    return ClipperPolicy(slo_ms, cap=max(sizes), sizes=sizes if fixed_sizes else None, **kw)
 
 
 def _clipper_drop(

@@ -26,6 +26,10 @@ from kairos.report.stats import mean_ci, paired_ratio
 
 Variant = tuple[str, dict[str, Any]]  # (system, options)
 C1_WORKLOADS = ("std-0.5", "std-1", "std-2", "std-2/0.5", "std-0.5/2")
+SPEC_SIZES = (1, 2, 4, 8, 16)  # the spec's S (Clockwork's compiled sizes); Clipper ignores it
+# every batch size up to 16 for every system: the simulated g_k runs any k, and Clipper's AIMD
+# batches are already any integer up to 16, so this is the comparison at equal granularity
+EVERY_SIZE = tuple(range(1, 17))
 
 
 def _run(p: SimPoint) -> dict[str, Any]:
@@ -52,12 +56,15 @@ def relaxed_slo_rows(
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     n_requests: int = 5000,
     arrival: str = "poisson",
+    batch_sizes: Sequence[int] = SPEC_SIZES,
     ours: str = "orloj",
     with_bound: bool = True,
     jobs: int | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (workload, SLO, variant label): finish rate ± CI, the lowest app, the
-    bound, and (for each label but `ours`) the paired difference `ours` − label ± CI."""
+    bound, and (for each label but `ours`) the paired difference `ours` − label ± CI.
+
+    `batch_sizes` is S for every system (Clipper's AIMD takes any size up to max(S))."""
     cells = [(w, m, label) for w in workloads for m in slo_mults for label in variants]
     points = {
         (w, m, label, s): SimPoint(
@@ -68,6 +75,7 @@ def relaxed_slo_rows(
             seed=s,
             n_requests=n_requests,
             arrival=arrival,
+            batch_sizes=tuple(batch_sizes),
         )
         for w, m, label in cells
         for s in seeds
@@ -92,6 +100,7 @@ def relaxed_slo_rows(
             "slo_mult": m,
             "system": label,
             "seeds": len(seeds),
+            "sizes": "1-16" if tuple(batch_sizes) == EVERY_SIZE else str(list(batch_sizes)),
             "finish_rate": mean,
             "finish_rate_ci95": ci,
             "lowest_app": min(by_app, key=by_app.__getitem__),
@@ -114,6 +123,7 @@ def tight_slo_gain(
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     n_requests: int = 5000,
     arrival: str = "bursty",
+    batch_sizes: Sequence[int] = SPEC_SIZES,
     jobs: int | None = None,
 ) -> dict[str, Any]:
     """Orloj / Clockwork at `slo_mult` as Table C.1 reports it (finish rates averaged over the
@@ -128,6 +138,7 @@ def tight_slo_gain(
             seed=s,
             n_requests=n_requests,
             arrival=arrival,
+            batch_sizes=tuple(batch_sizes),
         )
         for label, v in systems.items()
         for w in workloads
@@ -146,6 +157,8 @@ def tight_slo_gain(
         "arrival": arrival,
         "slo_mult": slo_mult,
         "workloads": len(workloads),
+        "seeds": len(seeds),
+        "sizes": "1-16" if tuple(batch_sizes) == EVERY_SIZE else str(list(batch_sizes)),
         "orloj": float(np.mean(avg["orloj"])),
         "clockwork": float(np.mean(avg["clockwork"])),
         **ratio.columns("orloj_over_clockwork"),

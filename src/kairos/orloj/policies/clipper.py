@@ -6,12 +6,15 @@ the maximum grows by one if the batch's measured latency was within the SLO and 
 (rounded down, at least 1) otherwise; it starts at 1 and is capped at 16 for parity with the
 other systems' batch sizes. Requests that finish late still took worker time and count as
 failures. `drop_expired=True` discards requests already past their deadline when a batch is
-formed, a more generous variant than the paper's.
+formed, a more generous variant than the paper's. `sizes` restricts batches to a fixed set
+(the largest member not above the queue length and the current maximum), as a model compiled
+for Clockwork's sizes would (issue 19's comparison at equal batch-size granularity).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from kairos.orloj.policies.common import FifoQueue
 from kairos.orloj.policy import Batch, ProfileSnapshot, Request
@@ -26,9 +29,13 @@ class ClipperPolicy:
         increase: int = 1,
         decrease: float = 0.9,
         drop_expired: bool = False,
+        sizes: Sequence[int] | None = None,
     ) -> None:
         if cap < 1 or increase < 1 or not 0 < decrease < 1:
             raise ValueError("need cap >= 1, increase >= 1 and 0 < decrease < 1")
+        if sizes is not None and 1 not in sizes:
+            raise ValueError("sizes must include 1 (a lone request must be runnable)")
+        self.sizes = sorted(set(sizes)) if sizes is not None else None
         self.name = "clipper-drop" if drop_expired else "clipper"
         self.slo_ms = slo_ms
         self.cap = cap
@@ -61,7 +68,10 @@ class ClipperPolicy:
             dropped = self._queue.drop_all(lambda r: r.deadline <= now)
         if not self._queue:
             return None, dropped
-        take = self._queue.take(self.max_batch)
+        n = min(len(self._queue), self.max_batch)
+        if self.sizes is not None:
+            n = max(s for s in self.sizes if s <= n)
+        take = self._queue.take(n)
         self._in_flight += 1
         return Batch(take, meta={"max_batch": float(self.max_batch)}), dropped
 

@@ -7,7 +7,9 @@ one cycle, then runs) and l(b) <= b/lambda (the GPU keeps up). Under overload no
 both; the fallback is the largest b with 2 l(b) <= SLO, and at least 1. The plan is redone
 every 10 s from the measured arrival rate. At run time requests wait in one FIFO queue; when
 the worker is free, requests at the head that cannot finish even if started now
-(now + l(b) > deadline) are dropped early, and up to b of the rest run. Variance makes real
+(now + l(b) > deadline) are dropped early, and up to b of the rest run (any size up to b, as
+Nexus profiles every batch size; `fixed_sizes=True`: the largest size in S not above the queue
+length and b, issue 19's comparison at equal granularity). Variance makes real
 batches longer than l(b), so the queue never settles: this is why Nexus collapses on dynamic
 DNNs.
 """
@@ -51,8 +53,10 @@ class NexusPolicy:
         rate_per_ms: float | None = None,
         replan_ms: float = 10_000.0,
         mean_ms: float | None = None,
+        fixed_sizes: bool = False,
     ) -> None:
         self.model = model
+        self.fixed_sizes = fixed_sizes
         self.slo_ms = slo_ms
         self.sizes = batch_sizes(sizes)
         self.replan_ms = replan_ms
@@ -104,7 +108,10 @@ class NexusPolicy:
         dropped = self._queue.drop_front(lambda r: now + ell > r.deadline)
         if not self._queue:
             return None, dropped
-        take = self._queue.take(self.plan)
+        n = min(len(self._queue), self.plan)
+        if self.fixed_sizes:
+            n = max(b for b in self.sizes if b <= n)
+        take = self._queue.take(n)
         self._in_flight += 1
         return Batch(take, meta={"plan": float(self.plan)}), dropped
 

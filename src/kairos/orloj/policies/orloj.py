@@ -53,6 +53,13 @@ class OrlojPolicy:
         if batch_model is not None:
             options["batch_model"] = batch_model
         if sizes is not None:
+            # both given and different: say so (issue 19's "every batch size" ablation was
+            # silently run at the spec's S because `make_system` passes `sizes=`)
+            if "batch_sizes" in options and tuple(options["batch_sizes"]) != tuple(sizes):
+                raise ValueError(
+                    f"batch sizes given twice ({tuple(sizes)} and {options['batch_sizes']}):"
+                    " set S once (SimPoint.batch_sizes, `--set batch_sizes=[...]`)"
+                )
             options["batch_sizes"] = tuple(sizes)
         base = config or OrlojConfig()
         if options:
