@@ -37,6 +37,7 @@ class SimulationResult:
     decision_s: list[float] = field(default_factory=list)
     end_time: float = 0.0
     solve_s: list[float] = field(default_factory=list)  # decisions that ran the optimiser
+    prefill_time_share: float = 0.0  # engine time in iterations that prefilled / all of it
 
     def qoe(self) -> np.ndarray:
         return np.array([r.qoe.qoe_at(r.finish_time, finished=True) for r in self.requests])
@@ -60,6 +61,10 @@ class SimulationResult:
             "avg_tds": float(np.nanmean(self.tds())) if q.size else math.nan,
             "preemptions_per_request": float(self.preemptions().mean()) if q.size else math.nan,
             "peak_waiting": float(max(self.stats["waiting"], default=0.0)),
+            # requests never started (preempted ones left out): the queue FCFS builds
+            "peak_new_waiting": float(max(self.stats.get("new", []), default=0.0)),
+            "kv_peak": float(max(self.stats["kv_usage"], default=0.0)),
+            "prefill_time_share": self.prefill_time_share,
             "iterations": self.iterations,
             "end_time": self.end_time,
         } | tail_metrics(q, self.ttft(), np.array([r.prompt_len for r in self.requests]))
@@ -75,6 +80,10 @@ class SimWorker:
         self.count_decision_time = count_decision_time
         self.output_lens: dict[str, int] = {}
         self._last_batch: tuple[str, ...] | None = None  # the last iteration's decode batch
+        # engine time, and the part of it in iterations that prefilled (the regime: issue 17's
+        # E4 on Llama-3.1-70B spends two thirds of it on prefills; streams stall behind them)
+        self.busy_s = 0.0
+        self.prefill_busy_s = 0.0
 
     def execute(self, out: SchedulerOutput) -> Executed:
         lens = self.output_lens
@@ -91,6 +100,9 @@ class SimWorker:
         duration = iteration_time(self.latency, out, regather=regather)
         if self.count_decision_time:
             duration += out.decision_s
+        self.busy_s += duration
+        if out.prefill_tokens:
+            self.prefill_busy_s += duration
         return Executed(stopped, max(duration, 1e-6))
 
     def recorded(self, out: SchedulerOutput, executed: Executed, t: float) -> None:
@@ -123,7 +135,7 @@ class Simulator:
         self.max_time_s = max_time_s
         self._requests: list[Request] = []
         self._stats: dict[str, list[float]] = {
-            k: [] for k in ("time", "running", "waiting", "preempted", "kv_usage")
+            k: [] for k in ("time", "running", "waiting", "new", "preempted", "kv_usage")
         }
         self._decision_s: list[float] = []
         self._solve_s: list[float] = []
@@ -153,6 +165,7 @@ class Simulator:
         self._stats["time"].append(self.loop.now)
         self._stats["running"].append(len(s.running))
         self._stats["waiting"].append(len(s._new) + len(s._preempted))
+        self._stats["new"].append(len(s._new))  # never started: the paper's queue of Fig. 3
         self._stats["preempted"].append(len(s._preempted) + len(s.swapped))
         self._stats["kv_usage"].append(s.blocks.usage)
         if s.num_unfinished or self._pending_arrivals:
@@ -174,6 +187,7 @@ class Simulator:
             decision_s=self._decision_s,
             end_time=end,
             solve_s=self._solve_s,
+            prefill_time_share=self.worker.prefill_busy_s / max(self.worker.busy_s, 1e-12),
         )
 
 

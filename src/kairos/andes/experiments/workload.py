@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from kairos.andes.latency import load_profile
+from kairos.andes.loss_split import loss_split
 from kairos.andes.metrics import silence_ratio
 from kairos.andes.policies.registry import make_policy
 from kairos.andes.simulator import SimulationResult, simulate
@@ -36,6 +37,8 @@ def run_point(p: SimPoint) -> dict[str, Any]:
     if p.speeds == "listener":
         out["silence_ratio"] = _silence(res)
     if p.collect:
+        split = loss_split(res.requests)  # where the QoE went: first-token wait or stalls
+        out["qoe_ttft_only"], out["qoe_stall_only"] = split.ttft_only, split.stall_only
         out["per_request"] = {
             "qoe": res.qoe().tolist(),
             "ttft": np.nan_to_num(res.ttft(), nan=-1.0).tolist(),
