@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 import kairos.auxo.experiments.paper as paper
@@ -44,6 +45,10 @@ COLUMNS = [
     "nmi",
     "misassigned",
     "oracle_variance_change",
+    "diag_pure_outlier_share",
+    "diag_outsider_outlier_share",
+    "diag_misplaced_rare",
+    "diag_misplaced_frequent",
     "affinity_share",
     "paper_speedup",
     "paper_gain_points",
@@ -75,6 +80,22 @@ def cohort_row(auxo: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+# Why clients end misplaced (kairos.auxo.diagnostics), means over seeds.
+DIAGNOSTICS = [
+    f"diag_{k}"
+    for k in (
+        "pure_outlier_share",
+        "member_outlier_share",
+        "outsider_outlier_share",
+        "visits_misplaced",
+        "visits_placed",
+        "misplaced_rare",
+        "misplaced_frequent",
+        "never_trained_in_member_leaf",
+    )
+]
+
+
 def oracle_row(single: list[dict[str, Any]], auxo: list[dict[str, Any]]) -> dict[str, Any]:
     """Diagnostic: Auxo's cohort models with every client on its lowest-training-loss leaf
     (not Auxo's assignment): how many clients Auxo placed elsewhere, and the variance change
@@ -83,7 +104,12 @@ def oracle_row(single: list[dict[str, Any]], auxo: list[dict[str, Any]]) -> dict
         float(a["oracle_variance"]) / float(s["final_variance"]) - 1.0
         for s, a in zip(single, auxo, strict=True)
     ]
-    return {
+    diag = {}
+    for key in DIAGNOSTICS:
+        values = np.array([float(r.get(key, np.nan)) for r in auxo])
+        ok = values[np.isfinite(values)]  # NaN: no split on that seed, nothing to measure
+        diag[key] = round(float(ok.mean()), 3) if ok.size else float("nan")
+    return diag | {
         "misassigned": mean_of(auxo, "misassigned"),
         "oracle_final_mean": mean_of(auxo, "oracle_mean"),
         "oracle_variance_change": round(sum(change) / len(change), 3),

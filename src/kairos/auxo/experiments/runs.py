@@ -21,6 +21,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from kairos.auxo.diagnostics import placement_diagnostics
 from kairos.auxo.evaluation import cluster_scores, evaluate_under, oracle_membership
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.robustness import Faults
@@ -238,6 +239,9 @@ def run_arm(cfg: RunConfig) -> dict[str, Any]:
     tuned = fine_tuned(cfg, training, final.membership)
     oracle = oracle_membership(training)
     o = evaluate_under(training, oracle)
+    diag = placement_diagnostics(
+        training.reports, training.engine.records, training.leaves(), oracle, final.membership
+    )
     honest = np.ones(len(ds), dtype=bool)
     honest[flipped] = False
     return {
@@ -261,6 +265,7 @@ def run_arm(cfg: RunConfig) -> dict[str, Any]:
         "oracle_p10": o.p10,
         "oracle_variance": o.variance,
         "misassigned": int(np.sum(oracle != final.membership)),
+        **{f"diag_{k}": v for k, v in diag.columns().items()},
         **tuned,
         **history_columns(history),
     }
