@@ -34,12 +34,13 @@ from kairos.auxo.baselines import (
     run_ifca,
 )
 from kairos.auxo.evaluation import cluster_scores
-from kairos.auxo.experiments.pairing import compare, seed_spread
+from kairos.auxo.experiments.pairing import compare, first_time, seed_spread
 from kairos.auxo.experiments.runs import RunConfig, build_runner, history_columns, run_arm
 from kairos.auxo.training import FLOAT_BYTES
 from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
 from kairos.experiments.seeds import Cell, seed_runs
+from kairos.report.stats import mean_ci, paired_ratio
 
 Method = Literal["single", "auxo", "ifca", "clhc", "flexcfl", "ccl"]
 SMALL_METHODS: tuple[Method, ...] = ("single", "auxo", "ifca", "clhc", "flexcfl")
@@ -165,8 +166,41 @@ def _rows(
                 row[f"paper_{data}"] = f"{s}x / {e}x / {g:+.1f}"
         if m == "ccl":
             row["paper_FEMNIST"] = CCL_PAPER
+        if m != "auxo":
+            row |= head_to_head(runs["single"], runs["auxo"], runs[m])
         rows.append(row)
     return rows
+
+
+def head_to_head(
+    single: list[dict[str, Any]], auxo: list[dict[str, Any]], other: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Auxo against one baseline, seed by seed: final accuracy difference (points, Auxo minus
+    baseline) and the baseline's time and participant-rounds to the single model's best over
+    Auxo's (> 1: Auxo is faster / cheaper), geometric means with 95% CIs."""
+    d = [
+        100 * (float(a["final_mean"]) - float(o["final_mean"]))
+        for a, o in zip(auxo, other, strict=True)
+    ]
+    mean, ci = mean_ci(d)
+    row: dict[str, Any] = {
+        "auxo_minus": round(mean, 3),
+        "auxo_minus_ci95": round(ci, 3),
+        "auxo_higher": f"{sum(x > 0 for x in d)}/{len(d)}",
+    }
+    for col, key in (("curve_time", "time"), ("curve_participant_rounds", "resources")):
+        pairs = []
+        for s, a, o in zip(single, auxo, other, strict=True):
+            ta = first_time(a, float(s["best_mean"]), col)
+            to = first_time(o, float(s["best_mean"]), col)
+            if ta and to:
+                pairs.append((to, ta))
+        if len(pairs) >= 2:
+            r = paired_ratio([p[0] for p in pairs], [p[1] for p in pairs])
+            row |= {f"{key}_vs_auxo": round(r.geo_mean, 3), f"{key}_vs_auxo_lo": round(r.lo, 3)}
+            row[f"{key}_vs_auxo_hi"] = round(r.hi, 3)
+        row[f"{key}_reached"] = f"{len(pairs)}/{len(single)}"
+    return row
 
 
 def _runs(
@@ -193,6 +227,13 @@ COLUMNS = [
     "d_final_mean_ci95",
     "ari",
     "leaves",
+    "auxo_minus",
+    "auxo_minus_ci95",
+    "auxo_higher",
+    "time_vs_auxo",
+    "time_vs_auxo_lo",
+    "time_vs_auxo_hi",
+    "resources_vs_auxo",
     "paper_FEMNIST",
     "paper_Amazon",
 ]
