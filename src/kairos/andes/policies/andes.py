@@ -27,6 +27,7 @@ from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt
 from kairos.andes.gain import serve_wait_gain
 from kairos.andes.policies.exact import solve_exact_all
 from kairos.andes.policies.greedy import Packing, batch_bounds, candidate_batches, greedy_pack
+from kairos.andes.policies.pacing import pace_admissions
 from kairos.andes.policies.refiner import VictimCost, refine
 from kairos.andes.policies.scratch import Scratch
 from kairos.andes.policies.snapshot import Snapshot, take_snapshot
@@ -75,6 +76,9 @@ class AndesConfig(Settings):
     starvation_per_solve: PositiveInt | None = 1  # how many starved go first per solve (None: all)
     starvation_vs_queue: float | None = Field(2.0, ge=0)  # ... and overdue > this x queue's mean
     starvation_boost: bool = False  # starved also rank first in the knapsack (makes room)
+    # start a prefill only if margin x its time fits every running user's buffered text
+    # (policies/pacing.py); None: off
+    pace_prefills: float | None = Field(None, gt=0)
 
 
 class AndesPolicy:
@@ -106,6 +110,12 @@ class AndesPolicy:
         return max(predicted, view.token_interval_s) > 1.0 / s_max
 
     def decide(self, view: SchedulerView) -> Decision:
+        decision = self._decide(view)
+        if self.config.pace_prefills is not None and decision.admit:
+            decision.admit = pace_admissions(view, decision.admit, self.config.pace_prefills)
+        return decision
+
+    def _decide(self, view: SchedulerView) -> Decision:
         if not (view.running or view.waiting or view.swapped):
             return Decision()
         if not self._triggered(view):
