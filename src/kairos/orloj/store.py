@@ -31,6 +31,7 @@ from kairos.orloj.batchdist import (
     batch_dists,
     expected_max,
 )
+from kairos.orloj.config import CostMean
 from kairos.orloj.dist import Histogram
 from kairos.orloj.score import ScoreTable
 from kairos.orloj.window import LatencyWindows
@@ -48,7 +49,7 @@ class DistributionStore:
         b: float,
         estimator: str,
         pooled: bool = False,
-        cost_mean: str = "mixture",
+        cost_mean: CostMean = "app",
     ) -> None:
         self.windows = windows
         self.sizes = list(sizes)
@@ -57,7 +58,7 @@ class DistributionStore:
         self.b = b
         self.estimator = estimator
         self.pooled = pooled
-        self.cost_mean = cost_mean
+        self.cost_mean: CostMean = cost_mean
         self.hists: dict[str, Histogram] = {}  # member distributions (incl. the mixture)
         self.weights: dict[str, float] = {}
         self.dists: dict[str, list[BatchDist]] = {}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from kairos.orloj.policies.common import FifoQueue
+from kairos.orloj.policies.common import FifoQueue, batch_sizes, largest_size
 from kairos.orloj.policy import Batch, ProfileSnapshot, Request
 
 
@@ -33,9 +33,7 @@ class ClipperPolicy:
     ) -> None:
         if cap < 1 or increase < 1 or not 0 < decrease < 1:
             raise ValueError("need cap >= 1, increase >= 1 and 0 < decrease < 1")
-        if sizes is not None and 1 not in sizes:
-            raise ValueError("sizes must include 1 (a lone request must be runnable)")
-        self.sizes = sorted(set(sizes)) if sizes is not None else None
+        self.sizes = batch_sizes(sizes) if sizes is not None else None
         self.name = "clipper-drop" if drop_expired else "clipper"
         self.slo_ms = slo_ms
         self.cap = cap
@@ -70,7 +68,7 @@ class ClipperPolicy:
             return None, dropped
         n = min(len(self._queue), self.max_batch)
         if self.sizes is not None:
-            n = max(s for s in self.sizes if s <= n)
+            n = largest_size(self.sizes, n)
         take = self._queue.take(n)
         self._in_flight += 1
         return Batch(take, meta={"max_batch": float(self.max_batch)}), dropped

@@ -1,5 +1,6 @@
-"""Small pieces the baselines share: the pooled mean of a profile, batch-size validation, and
-the arrival-ordered queue of the one-batch-at-a-time batchers (Clipper, timeout, Nexus)."""
+"""Small pieces the baselines share: the pooled mean of a profile, batch-size validation and
+rounding down to a supported size, and the arrival-ordered queue of the one-batch-at-a-time
+batchers (Clipper, timeout, Nexus)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,13 @@ def batch_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
     if not out or out[0] != 1:
         raise ValueError(f"batch sizes must be positive and include 1, got {list(sizes)}")
     return out
+
+
+def largest_size(sizes: Sequence[int], n: int) -> int:
+    """The largest of `sizes` (validated by `batch_sizes`) not above `n` >= 1: the batch a
+    model compiled only for those sizes runs when `n` requests could go (issue 19's
+    comparison at equal batch-size granularity)."""
+    return max(s for s in sizes if s <= n)
 
 
 class FifoQueue(deque[Request]):

@@ -23,6 +23,7 @@ from kairos.orloj.policies.common import (
     DEFAULT_BATCH_SIZES,
     FifoQueue,
     batch_sizes,
+    largest_size,
     pooled_mean,
 )
 from kairos.orloj.policy import Batch, ProfileSnapshot, Request
@@ -110,7 +111,7 @@ class NexusPolicy:
             return None, dropped
         n = min(len(self._queue), self.plan)
         if self.fixed_sizes:
-            n = max(b for b in self.sizes if b <= n)
+            n = largest_size(self.sizes, n)
         take = self._queue.take(n)
         self._in_flight += 1
         return Batch(take, meta={"plan": float(self.plan)}), dropped
