@@ -32,6 +32,11 @@ SPEC_SIZES = (1, 2, 4, 8, 16)  # the spec's S (Clockwork's compiled sizes); Clip
 EVERY_SIZE = tuple(range(1, 17))
 
 
+def size_label(sizes: Sequence[int]) -> str:
+    """`1-16` for every size up to 16, else the list."""
+    return "1-16" if tuple(sizes) == EVERY_SIZE else str(list(sizes))
+
+
 def _run(p: SimPoint) -> dict[str, Any]:
     out = run_point(p)
     return {"finish_rate": out["finish_rate"], "by_app": out["finish_rate_by_app"]}
@@ -60,11 +65,15 @@ def relaxed_slo_rows(
     ours: str = "orloj",
     with_bound: bool = True,
     jobs: int | None = None,
+    sizes_for: Mapping[str, Sequence[int]] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (workload, SLO, variant label): finish rate ± CI, the lowest app, the
     bound, and (for each label but `ours`) the paired difference `ours` − label ± CI.
 
-    `batch_sizes` is S for every system (Clipper's AIMD takes any size up to max(S))."""
+    `batch_sizes` is S for every system (Clipper's AIMD takes any size up to max(S)) unless
+    `sizes_for` gives a label its own: each system at the sizes it really supports."""
+    own = dict(sizes_for or {})
+    sizes = {label: tuple(own.get(label, batch_sizes)) for label in variants}
     cells = [(w, m, label) for w in workloads for m in slo_mults for label in variants]
     points = {
         (w, m, label, s): SimPoint(
@@ -75,7 +84,7 @@ def relaxed_slo_rows(
             seed=s,
             n_requests=n_requests,
             arrival=arrival,
-            batch_sizes=tuple(batch_sizes),
+            batch_sizes=sizes[label],
         )
         for w, m, label in cells
         for s in seeds
@@ -100,7 +109,7 @@ def relaxed_slo_rows(
             "slo_mult": m,
             "system": label,
             "seeds": len(seeds),
-            "sizes": "1-16" if tuple(batch_sizes) == EVERY_SIZE else str(list(batch_sizes)),
+            "sizes": size_label(sizes[label]),
             "finish_rate": mean,
             "finish_rate_ci95": ci,
             "lowest_app": min(by_app, key=by_app.__getitem__),
@@ -125,10 +134,13 @@ def tight_slo_gain(
     arrival: str = "bursty",
     batch_sizes: Sequence[int] = SPEC_SIZES,
     jobs: int | None = None,
+    clockwork_sizes: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """Orloj / Clockwork at `slo_mult` as Table C.1 reports it (finish rates averaged over the
-    workloads), per seed, with the paired geometric-mean ratio and its 95% CI."""
+    workloads), per seed, with the paired geometric-mean ratio and its 95% CI. Clockwork runs
+    `clockwork_sizes` when given (its compiled S beside an Orloj at every size), else S."""
     systems: dict[str, Variant] = {"orloj": ours, "clockwork": ("clockwork", {})}
+    sizes = {"orloj": tuple(batch_sizes), "clockwork": tuple(clockwork_sizes or batch_sizes)}
     points = {
         (label, w, s): SimPoint(
             workload=w,
@@ -138,7 +150,7 @@ def tight_slo_gain(
             seed=s,
             n_requests=n_requests,
             arrival=arrival,
-            batch_sizes=tuple(batch_sizes),
+            batch_sizes=sizes[label],
         )
         for label, v in systems.items()
         for w in workloads
@@ -158,7 +170,8 @@ def tight_slo_gain(
         "slo_mult": slo_mult,
         "workloads": len(workloads),
         "seeds": len(seeds),
-        "sizes": "1-16" if tuple(batch_sizes) == EVERY_SIZE else str(list(batch_sizes)),
+        "sizes": size_label(sizes["orloj"]),
+        "clockwork_sizes": size_label(sizes["clockwork"]),
         "orloj": float(np.mean(avg["orloj"])),
         "clockwork": float(np.mean(avg["clockwork"])),
         **ratio.columns("orloj_over_clockwork"),
