@@ -27,7 +27,7 @@ from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt
 from kairos.andes.gain import serve_wait_gain
 from kairos.andes.policies.exact import solve_exact_all
 from kairos.andes.policies.greedy import Packing, batch_bounds, candidate_batches, greedy_pack
-from kairos.andes.policies.pacing import pace_admissions
+from kairos.andes.policies.pacing import pace_admissions, paced_chunks, paced_order
 from kairos.andes.policies.refiner import VictimCost, refine
 from kairos.andes.policies.scratch import Scratch
 from kairos.andes.policies.snapshot import Snapshot, take_snapshot
@@ -79,6 +79,14 @@ class AndesConfig(Settings):
     # start a prefill only if margin x its time fits every running user's buffered text
     # (policies/pacing.py); None: off
     pace_prefills: float | None = Field(None, gt=0)
+    # with pace_prefills: run what fits of a prefill as a chunk instead of holding all of it
+    pace_chunks: bool = False
+    pace_order: Literal["admission", "shortest", "hrrn"] = "admission"  # which prefill first
+    pace_min_chunk: PositiveInt = 256  # no chunk smaller (each pays the iteration's fixed cost)
+    # "shortest" order: a prompt waiting more than this many TTFT targets past due goes first
+    pace_starve_after: float | None = Field(None, ge=0)
+    # the compute-bound trigger counts decode time only (pacing bounds the prefill stalls)
+    pace_decode_trigger: bool = False
 
 
 class AndesPolicy:
@@ -107,12 +115,31 @@ class AndesPolicy:
             head = view.waiting[0]
             stall = float(view.latency.prefill_time(head.to_compute, head.computed))
             predicted = max(predicted, stall)
+        if self.config.pace_prefills is not None and (
+            self.config.pace_chunks or self.config.pace_decode_trigger
+        ):
+            # paced chunks keep prefill stalls inside the buffers: compute-bound only when
+            # decoding itself is slower than the fastest reader
+            return float(view.latency.decode_time(len(view.running), ctx)) > 1.0 / s_max
         return max(predicted, view.token_interval_s) > 1.0 / s_max
 
     def decide(self, view: SchedulerView) -> Decision:
         decision = self._decide(view)
-        if self.config.pace_prefills is not None and decision.admit:
-            decision.admit = pace_admissions(view, decision.admit, self.config.pace_prefills)
+        cfg = self.config
+        if cfg.pace_prefills is not None and cfg.pace_chunks:
+            decision.prefill_chunks = paced_chunks(
+                view,
+                decision.admit,
+                cfg.pace_prefills,
+                cfg.pace_order,
+                cfg.pace_min_chunk,
+                cfg.pace_starve_after,
+            )
+        elif cfg.pace_prefills is not None and decision.admit:
+            admit = paced_order(
+                decision.admit, view.now, cfg.pace_order, cfg.pace_starve_after, view.latency
+            )
+            decision.admit = pace_admissions(view, admit, cfg.pace_prefills)
         return decision
 
     def _decide(self, view: SchedulerView) -> Decision:

@@ -1,0 +1,125 @@
+"""Pacing's order and chunks (`policies/pacing.py`): shortest prefill first with an aging
+bound, and prefill chunks sized to the running users' buffered text, carried out by the
+scheduler on prefill-only iterations (the rest of a prompt waits, parked with its KV)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kairos.andes.policies.andes import AndesConfig, AndesPolicy
+from kairos.andes.policies.pacing import paced_chunks, paced_order
+from kairos.andes.policy import Decision, SchedulerView
+from kairos.andes.request import Request, Status
+from kairos.andes.scheduler import Scheduler
+from tests.andes.test_pacing import PROFILE, req, streaming, view
+
+
+def decoding(times: list[float]) -> Request:
+    """A running stream between decode steps: all its context but the newest token cached."""
+    r = streaming(times)
+    r.computed = r.context_len - 1
+    return r
+
+
+def test_shortest_first_but_an_overdue_prompt_goes_first() -> None:
+    long_old = req(1, prompt=5000, arrival=0.0)  # TTFT target 1 s
+    short_new = req(2, prompt=100, arrival=3.5)
+    mid = req(3, prompt=800, arrival=3.0)
+    swapped = req(4, prompt=9000)
+    swapped.status = Status.SWAPPED
+    queue = [long_old, short_new, swapped, mid]
+    assert paced_order(queue, 4.0, "admission", None) == queue
+    # shortest first, the swap-in (no prefill) ahead of them
+    assert paced_order(queue, 4.0, "shortest", None) == [swapped, short_new, mid, long_old]
+    # waited 4 s > (1 + 2) x 1 s: overdue, so first; not yet overdue at (1 + 4) x 1 s
+    assert paced_order(queue, 4.0, "shortest", 2.0) == [swapped, long_old, short_new, mid]
+    assert paced_order(queue, 4.0, "shortest", 4.0)[1] is short_new
+    # highest response ratio (wait + prefill) / prefill: the long prompt's 4 s wait over its
+    # 5.01 s prefill (1.8) loses to the short one's 0.5 s over 0.11 s (5.5) and the middle
+    # one's 1 s over 0.81 s (2.2)
+    assert paced_order(queue, 4.0, "hrrn", None, PROFILE) == [swapped, short_new, mid, long_old]
+    with pytest.raises(ValueError):
+        paced_order(queue, 4.0, "hrrn", None)  # needs the latency model
+
+
+def test_chunks_fill_the_buffers_and_cut_the_last_prompt() -> None:
+    user = decoding([0.5 + 0.01 * j for j in range(8)])  # slack 1.8 s at t = 1.2
+    v = view([user], 1.2)
+    decode = float(PROFILE.decode_time(1, user.context_len))
+    a, b = req(1, prompt=500), req(2, prompt=3000)
+    chunks = paced_chunks(v, [a, b], 1.0, "admission", min_chunk=64)
+    assert chunks is not None and [r for r, _ in chunks] == [a, b]
+    assert chunks[0][1] == 500  # whole: 0.51 s fits
+    n = chunks[1][1]
+    assert 64 <= n < 3000
+    # the largest chunk whose iteration, plus the decode after it, fits the 1.8 s
+    budget = 1.8 - decode
+    assert PROFILE.batch_prefill_time([500, n]) <= budget < PROFILE.batch_prefill_time([500, n + 1])
+    # margin 3.3: 1.8/3.3 s holds `a` and then room for less than a minimum chunk of `b`
+    assert paced_chunks(v, [a, b], 3.3, "admission", min_chunk=64) == [(a, 500)]
+    # shortest first: a chunk of `a` (0.17 s of room), though `b` was listed first
+    assert [r for r, _ in paced_chunks(v, [b, a], 10.0, "shortest", min_chunk=64) or []] == [a]
+    assert paced_chunks(view([], 1.2), [a, b], 1.0) is None  # nobody streaming
+    # a stream still prefilling has no text: it does not limit the chunks
+    prefilling = req(7, prompt=400)
+    prefilling.status = Status.RUNNING
+    assert paced_chunks(view([prefilling], 1.2), [a], 1.0) is None
+
+
+class _Chunker:
+    """A policy that admits everything and asks for the chunks it is given."""
+
+    name = "chunker"
+    chunked_prefill = False
+    chunk_size: int | None = None
+
+    def __init__(self) -> None:
+        self.chunks: list[tuple[int, int]] | None = None  # (request index, tokens)
+
+    def decide(self, v: SchedulerView) -> Decision:
+        reqs = {r.request_id: r for r in (*v.running, *v.waiting)}
+        chunks = None
+        if self.chunks is not None:
+            chunks = [(reqs[str(i)], n) for i, n in self.chunks if str(i) in reqs]
+        return Decision(admit=list(v.waiting), prefill_chunks=chunks)
+
+
+def test_scheduler_runs_chunks_alone_and_parks_the_rest() -> None:
+    policy = _Chunker()
+    s = Scheduler(policy, PROFILE)
+    s.add_request(req(1, prompt=200))
+    out = s.schedule(0.0)  # nobody streams: vLLM 0.6's whole prefill
+    assert [(st.tokens, st.samples) for st in out.steps] == [(200, True)]
+    s.update_from_output(out, 0.3)
+    s.add_request(req(2, prompt=1000, arrival=0.3))
+    policy.chunks = [(2, 400)]
+    out = s.schedule(0.3)  # a chunk of the new prompt, alone: request 1 does not decode
+    assert [(st.request.request_id, st.tokens, st.samples) for st in out.steps] == [
+        ("2", 400, False)
+    ]
+    s.update_from_output(out, 0.7)
+    policy.chunks = []
+    out = s.schedule(0.7)  # no chunk: a decode iteration, request 2 parked with its KV
+    assert [(st.request.request_id, st.tokens) for st in out.steps] == [("1", 1)]
+    assert s.requests["2"].status is Status.RUNNING and s.requests["2"].computed == 400
+    s.update_from_output(out, 0.72)
+    policy.chunks = [(2, 10_000)]
+    out = s.schedule(0.72)  # the rest of the prompt: it samples its first token
+    assert [(st.tokens, st.cached, st.samples) for st in out.steps] == [(600, 400, True)]
+
+
+def test_andes_paces_in_chunks_only_when_asked() -> None:
+    cfg = AndesConfig()
+    assert (cfg.pace_chunks, cfg.pace_order, cfg.pace_starve_after) == (False, "admission", None)
+    user = decoding([0.5 + 0.01 * j for j in range(8)])
+    v = replace(view([user], 1.2), waiting=[req(1, prompt=3000)])
+    plain = AndesPolicy(AndesConfig(pace_prefills=1.0)).decide(v)
+    assert plain.prefill_chunks is None and plain.admit == []  # held whole: 3 s > 1.8 s
+    chunked = AndesPolicy(AndesConfig(pace_prefills=1.0, pace_chunks=True)).decide(v)
+    assert chunked.admit == list(v.waiting)
+    assert chunked.prefill_chunks is not None
+    assert 0 < chunked.prefill_chunks[0][1] < 3000
+    with pytest.raises(ValueError):
+        AndesConfig(pace_order="longest")
