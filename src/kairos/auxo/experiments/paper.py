@@ -20,3 +20,13 @@ AFFINITY_SHARE = 0.0002  # "about 0.02% of the total resource use"
 WITH_ALGORITHMS_GAIN_POINTS = (3.0, 6.8)
 # Reddit (no separable groups): 1x, no partition
 NO_CLUSTER_SPEEDUP = 1.0
+# Table 3.4's baselines (no cohorts): worst 10% / best 10% (%) and variance (percent^2) of the
+# per-client accuracy. Their single models serve most clients well and some badly.
+TABLE_3_4_BASELINE: tuple[tuple[str, int, int, int], ...] = (
+    ("OpenImg", 34, 79, 296),
+    ("OpenImg-Easy", 33, 84, 273),
+    ("Review", 32, 100, 995),
+    ("FEMNIST", 60, 93, 185),
+    ("Speech", 52, 100, 503),
+)
+BASELINE_SPREAD = "p10 32-60%, p90 79-100%, variance 185-995 pct^2"

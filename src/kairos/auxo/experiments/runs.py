@@ -78,6 +78,9 @@ class DataConfig(BaseModel):
     alpha: float = Field(1.0, ge=0)
     beta: float = Field(0.0, ge=0)
     shared: float = Field(0.0, ge=0, le=1, description="common labeller share (E5)")
+    group_weights: tuple[float, ...] | None = Field(
+        None, description="relative group sizes (None: equal); synthetic only"
+    )
     label_alpha: float | None = Field(None, gt=0, description="Dirichlet label skew")
     min_count: int = Field(100, ge=2)
     transform: Literal["permute", "rotate", "none"] = "rotate"  # digits only
@@ -141,6 +144,7 @@ def _clean_dataset(cfg: RunConfig) -> FederatedDataset:
         beta=d.beta,
         shared=d.shared,
         label_alpha=d.label_alpha,
+        group_weights=d.group_weights,
         min_count=d.min_count,
     )
 

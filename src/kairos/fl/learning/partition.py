@@ -137,8 +137,38 @@ def split_client(
     return ClientData(x[tr], y[tr], x[te], y[te])
 
 
-def assign_groups(n_clients: int, n_groups: int, rng: np.random.Generator) -> np.ndarray:
-    """Latent group of each client: as equal as possible in size, in a random order."""
+def assign_groups(
+    n_clients: int,
+    n_groups: int,
+    rng: np.random.Generator,
+    weights: tuple[float, ...] | None = None,
+) -> np.ndarray:
+    """Latent group of each client, in a random order: as equal as possible in size, or, with
+    `weights`, group g gets about weights[g] / sum(weights) of the clients (largest remainder,
+    every group at least one). Real populations are rarely equal groups: a majority that one
+    model serves well beside minorities it serves badly is what spreads a single model's
+    per-client accuracy (Auxo's Table 3.4), so unequal sizes are an option (the default stays
+    equal, drawing exactly what it drew before)."""
     if n_groups < 1 or n_clients < n_groups:
         raise ValueError(f"need 1 <= n_groups <= n_clients, got {n_groups} groups, {n_clients}")
-    return rng.permutation(np.arange(n_clients) % n_groups).astype(np.int64)
+    if weights is None:
+        return rng.permutation(np.arange(n_clients) % n_groups).astype(np.int64)
+    sizes = group_sizes(n_clients, weights)
+    if len(sizes) != n_groups:
+        raise ValueError(f"{len(weights)} group weights for {n_groups} groups")
+    return rng.permutation(np.repeat(np.arange(n_groups), sizes)).astype(np.int64)
+
+
+def group_sizes(n_clients: int, weights: tuple[float, ...]) -> np.ndarray:
+    """Clients per group in proportion to `weights` (largest remainder; each group >= 1)."""
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1 or len(w) < 1 or np.any(w <= 0) or n_clients < len(w):
+        raise ValueError(f"need positive weights, at most one group per client, got {weights}")
+    share = n_clients * w / w.sum()
+    sizes = np.floor(share).astype(np.int64)
+    rest = np.argsort(-(share - sizes), kind="stable")[: n_clients - int(sizes.sum())]
+    sizes[rest] += 1
+    while np.any(sizes == 0):  # a tiny weight: one client taken from the largest group
+        sizes[int(np.argmax(sizes))] -= 1
+        sizes[int(np.argmin(sizes))] += 1
+    return sizes

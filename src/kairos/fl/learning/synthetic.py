@@ -41,6 +41,7 @@ def federated_synthetic(
     n_classes: int = 10,
     shared: float = 0.0,
     label_alpha: float | None = None,
+    group_weights: tuple[float, ...] | None = None,
     count_median: float = 120.0,
     count_sigma: float = 0.5,
     min_count: int = 100,
@@ -55,13 +56,14 @@ def federated_synthetic(
     four times its count and keeps a Dirichlet-proportioned subset. `beta=0` departs from
     LEAF on purpose: every client then draws inputs from the same N(0, Sigma) (LEAF would
     still give each client its own N(0, 1) mean), so `n_groups=1, alpha=beta=0` is a truly
-    IID control and `beta=0` with groups isolates the labeller conflict.
+    IID control and `beta=0` with groups isolates the labeller conflict. `group_weights`
+    makes the groups unequal in size (see `assign_groups`; None: equal).
     """
     if not 0.0 <= shared <= 1.0:
         raise ValueError(f"shared must be in [0, 1], got {shared}")
     if alpha < 0 or beta < 0:
         raise ValueError("alpha and beta are variances and must be >= 0")
-    groups = assign_groups(n_clients, n_groups, rng)
+    groups = assign_groups(n_clients, n_groups, rng, group_weights)
     w0, b0 = _labeller(rng, dim, n_classes, alpha)
     labellers = []
     for _ in range(n_groups):
@@ -101,6 +103,7 @@ def federated_synthetic(
             "beta": beta,
             "shared": shared,
             "label_alpha": label_alpha,
+            "group_weights": group_weights,
             "count_median": count_median,
             "count_sigma": count_sigma,
         },
