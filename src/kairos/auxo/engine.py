@@ -22,7 +22,7 @@ import numpy as np
 from kairos.auxo.assignment import LeafProbeFrame
 from kairos.auxo.clustering import NO_LABEL, Status, cluster_round
 from kairos.auxo.criteria import Decision, HetStats, PartitionMonitor, decide_partition
-from kairos.auxo.features import build_features
+from kairos.auxo.features import build_features, compress
 from kairos.auxo.matching import AffinityRequest
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.rewards import AffinityEntry, apply_feedback, inherit, instant_rewards, is_known
@@ -185,6 +185,27 @@ class AuxoEngine:
             decision,
             split,
         )
+
+    def observe_late(
+        self, cohort: str, client_ids: Sequence[int], updates: np.ndarray
+    ) -> tuple[float, ...]:
+        """Option `straggler_feedback` (not the source): exploitation rewards for updates that
+        arrived after the round's P-th (over-commitment drops them from aggregation). Each is
+        scored in the frame of the round just observed (its mean, centre and tau, as a new
+        client's probe is, spec 3.9), without moving that frame or the clustering; the client
+        gets dR and the usual exploration update, but no new cluster index. Call it right after
+        `observe` of the same round, and only when that round produced rewards."""
+        frame = self.probe_frames.get(cohort)
+        if frame is None or not self.tree.is_leaf(cohort):
+            raise ValueError(f"cohort {cohort!r} has no reward frame from this round")
+        p = self.params
+        leaves = self.tree.leaves()
+        deltas = []
+        for c, u in zip(client_ids, np.asarray(updates), strict=True):
+            delta = frame.score(compress(u, p.grad_fraction, p.feature_dtype), p)
+            self._feedback(int(c), cohort, delta, NO_LABEL, leaves)
+            deltas.append(delta)
+        return tuple(deltas)
 
     # ------------------------------------------- where records live (server table here)
     def _claims(self, cohort: str, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -75,6 +75,9 @@ class AuxoParams(BaseModel):
     loss_fallback: bool = Field(
         False, description="a client no leaf rewards picks its lowest-loss leaf (not the source)"
     )
+    straggler_feedback: bool = Field(
+        False, description="score dropped stragglers' late updates for rewards (not the source)"
+    )
 
     # --- rewards and selection (3.5, 3.6) ---
     gamma: float = Field(0.2, gt=0, le=1, description="reward EMA weight")

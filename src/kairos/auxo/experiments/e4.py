@@ -16,6 +16,12 @@ against it directly (`head_to_head`): the paper's claim is "Auxo at least each b
 that is measured seed by seed, not read off two comparisons with the single model. Baselines
 are given K = 4 (the spec's IFCA K, Auxo's leaf cap, and here the true number of groups; the
 source states no K for them); Auxo finds its own.
+
+"auxo_sf" is Auxo with `straggler_feedback` (ours, off by default; see
+`kairos.auxo.straggler_feedback`): always online, the clients Auxo misplaces are chronic
+stragglers, so the small setting reports it beside Auxo, with its own head-to-head columns
+(`sf_*`). With `unequal` set, the small setting is repeated on groups of those relative
+sizes (E1's "unequal" variant).
 """
 
 from __future__ import annotations
@@ -45,8 +51,9 @@ from kairos.experiments.publish import publish
 from kairos.experiments.seeds import Cell, seed_runs
 from kairos.report.stats import mean_ci, paired_ratio
 
-Method = Literal["single", "auxo", "ifca", "clhc", "flexcfl", "ccl"]
-SMALL_METHODS: tuple[Method, ...] = ("single", "auxo", "ifca", "clhc", "flexcfl")
+Method = Literal["single", "auxo", "auxo_sf", "ifca", "clhc", "flexcfl", "ccl"]
+SMALL_METHODS: tuple[Method, ...] = ("single", "auxo", "auxo_sf", "ifca", "clhc", "flexcfl")
+BASELINES = ("ifca", "clhc", "flexcfl", "ccl")
 CCL_METHODS: tuple[Method, ...] = ("single", "auxo", "ccl")
 
 # Table 3.5 / Fig. 3.11: (speed-up, resource efficiency, final-accuracy gain in points)
@@ -114,8 +121,14 @@ def baseline(cfg: E4Point) -> BaselineResult:
 
 def e4_point(cfg: E4Point) -> dict[str, Any]:
     """One method on one seed, measured as `runs.run_arm` measures Auxo (the sweep's point)."""
-    if cfg.method in ("single", "auxo"):
-        out = run_arm(cfg.run.model_copy(update={"seed": cfg.seed, "arm": cfg.method}))
+    if cfg.method in ("single", "auxo", "auxo_sf"):
+        update: dict[str, Any] = {
+            "seed": cfg.seed,
+            "arm": "single" if cfg.method == "single" else "auxo",
+        }
+        if cfg.method == "auxo_sf":
+            update["auxo"] = {**cfg.run.auxo, "straggler_feedback": True}
+        out = run_arm(cfg.run.model_copy(update=update))
         return {**out, "method": cfg.method}
     res = baseline(cfg)
     ds = build_runner(cfg.run.model_copy(update={"seed": cfg.seed})).dataset
@@ -149,6 +162,9 @@ class E4Config(BaseModel):
     first_seed: int = Field(0, ge=0)
     small: E4Point = Field(default_factory=E4Point)
     ccl_setting: E4Point = Field(default_factory=lambda: E4Point(run=_ccl_run()))
+    unequal: tuple[float, ...] | None = Field(
+        None, description="also run the small setting on groups of these relative sizes"
+    )
 
 
 def _rows(
@@ -169,8 +185,11 @@ def _rows(
                 row[f"paper_{data}"] = f"{s}x / {e}x / {g:+.1f}"
         if m == "ccl":
             row["paper_FEMNIST"] = CCL_PAPER
-        if m != "auxo":
+        if m in BASELINES:
             row |= head_to_head(runs["single"], runs["auxo"], runs[m])
+            if "auxo_sf" in runs:
+                h = head_to_head(runs["single"], runs["auxo_sf"], runs[m])
+                row |= {f"sf_{k}": v for k, v in h.items()}
         rows.append(row)
     return rows
 
@@ -237,6 +256,9 @@ COLUMNS = [
     "time_vs_auxo_lo",
     "time_vs_auxo_hi",
     "resources_vs_auxo",
+    "sf_auxo_minus",
+    "sf_auxo_minus_ci95",
+    "sf_auxo_higher",
     "paper_FEMNIST",
     "paper_Amazon",
 ]
@@ -264,6 +286,16 @@ def e4(cfg: E4Config, ctx: ExperimentContext) -> dict[str, Any]:
     small = _runs(ctx, cfg.small, SMALL_METHODS, seeds, "auxo E4 small")
     full = _runs(ctx, cfg.ccl_setting, CCL_METHODS, seeds, "auxo E4 ccl")
     rows = _rows("small", small, SMALL_METHODS) + _rows("ccl_n100", full, CCL_METHODS)
+    runs = {"small": small, "ccl_n100": full}
+    if cfg.unequal is not None:
+        data = cfg.small.run.data.model_copy(
+            update={"group_weights": cfg.unequal, "n_groups": len(cfg.unequal)}
+        )
+        point = cfg.small.model_copy(
+            update={"run": cfg.small.run.model_copy(update={"data": data})}
+        )
+        runs["small_unequal"] = _runs(ctx, point, SMALL_METHODS, seeds, "auxo E4 unequal")
+        rows += _rows("small_unequal", runs["small_unequal"], SMALL_METHODS)
     summary = {
         "seeds": f"{seeds[0]}..{seeds[-1]}",
         "small": cfg.small.run.model_dump_json(exclude={"seed", "arm", "split_at"}),
@@ -281,4 +313,4 @@ def e4(cfg: E4Config, ctx: ExperimentContext) -> dict[str, Any]:
         summary,
         columns=COLUMNS,
     )
-    return {"rows": rows, "summary": summary, "runs": {"small": small, "ccl_n100": full}}
+    return {"rows": rows, "summary": summary, "runs": runs}
