@@ -510,3 +510,21 @@ def test_a_changed_decode_batch_pays_the_regather_cost_once() -> None:
     assert ends["b"] == pytest.approx(0.1 + (0.01 + 2 * 21e-3) + 0.01)
     assert ends["a"] == pytest.approx(ends["b"] + (0.01 + 13e-3) + 0.01)
     assert run(0.0) == pytest.approx({"a": 0.1 + 4 * 0.01, "b": 0.1 + 2 * 0.01})
+
+
+def test_tds_of_the_never_paused_streams_is_reported_apart() -> None:
+    paused, steady = (
+        Request(str(i), arrival=0.0, prompt_len=10, max_tokens=10, ttft_s=1.0, tokens_per_s=4.0)
+        for i in (1, 2)
+    )
+    for t in (1.0, 1.1, 1.2, 11.2):  # 3 tokens in 10.2 s: a 10-s pause
+        paused.deliver(t)
+    for t in (1.0, 1.1, 1.2, 1.3):  # 3 tokens in 0.3 s
+        steady.deliver(t)
+    paused.preemptions = 1
+    for r in (paused, steady):
+        r.finish_time = r.token_times[-1]
+    res = SimulationResult([paused, steady], {}, {"waiting": [], "kv_usage": []}, 0)
+    summary = res.summary()
+    assert summary["tds_unpreempted"] == pytest.approx(10.0)
+    assert summary["avg_tds"] == pytest.approx((3 / 10.2 + 10.0) / 2)

@@ -44,6 +44,7 @@ COLUMNS = [
     "ttft_max",
     "qoe_long_prompts",
     "avg_tds",
+    "tds_unpreempted",
     "peak_waiting",
     "peak_new_waiting",
     "kv_peak",
