@@ -121,7 +121,7 @@ arrival = st.tuples(
 configs = st.fixed_dictionaries(
     {
         "index": st.sampled_from(["hull", "bruteforce"]),
-        "bs_order": st.sampled_from(["paper", "clockwork_priority"]),
+        "bs_order": st.sampled_from(["paper", "clockwork_priority", "earliest_deadline"]),
         "drop_estimator": st.sampled_from(["mean", "min", "quantile:0.9"]),
         "batch_dist_mode": st.sampled_from(["own+mixture", "mixture", "cyclic"]),
         "pooled": st.booleans(),
@@ -208,7 +208,9 @@ def test_paper_order_runs_the_largest_fillable_batch_by_score() -> None:
 
 
 def test_tight_requests_only_fit_small_batches_and_clockwork_order_serves_them_first() -> None:
-    for order, expected in (("paper", 16), ("clockwork_priority", 1)):
+    # earliest_deadline (the paper's prose): the largest fillable size at which the most
+    # urgent request is still viable (1 here; 2 in the next test)
+    for order, expected in (("paper", 16), ("clockwork_priority", 1), ("earliest_deadline", 1)):
         pol = policy(bs_order=order)
         for rid in range(16):
             pol.on_arrival(request(rid, "b", 0.0, 10_000.0), 0.0)
@@ -218,6 +220,18 @@ def test_tight_requests_only_fit_small_batches_and_clockwork_order_serves_them_f
         assert batch is not None and batch.size == expected
         if expected == 1:
             assert batch.requests[0].request_id == 99
+
+
+def test_earliest_deadline_order_runs_the_largest_size_the_most_urgent_request_fits() -> None:
+    pol = policy(bs_order="earliest_deadline")
+    slo = pol.estimate("a", 2) + 5.0  # viable at 1 and 2, not at 4 or above
+    for rid in range(16):
+        pol.on_arrival(request(rid, "b", 0.0, 10_000.0), 0.0)
+    pol.on_arrival(request(99, "a", 0.0, slo), 0.0)
+    assert 99 in pol.queue_ids(2) and 99 not in pol.queue_ids(4)
+    batch, _ = pol.next_batch(0.0)
+    assert batch is not None and batch.size == 2  # the paper's literal order would run 16
+    assert 99 in [r.request_id for r in batch.requests]  # its score leads the queue of 2
 
 
 def test_requests_are_rejected_or_dropped_exactly_when_a_lone_run_is_too_late() -> None:

@@ -223,6 +223,8 @@ class OrlojPolicy:
             rows.append((d, bs, j, d - self.store.estimates[key][j]))
         if self.config.bs_order == "paper":
             order = sorted(rows, key=lambda r: (r[0], r[1]), reverse=True)
+        elif self.config.bs_order == "earliest_deadline":  # the prose: earliest D_Q, ties larger
+            order = sorted((r for r in rows if r[0] > -math.inf), key=lambda r: (r[0], -r[1]))
         else:  # clockwork_priority: least laxity first, ties to the larger batch
             order = sorted((r for r in rows if r[0] > -math.inf), key=lambda r: (r[3], -r[1]))
         for d, bs, j, _ in order:
