@@ -150,6 +150,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "dist=mixture": {"batch_dist_mode": "mixture"},
     "dist=cyclic": {"batch_dist_mode": "cyclic"},
     "bs_order=clockwork": {"bs_order": "clockwork_priority"},
+    "bs_order=earliest_deadline": {"bs_order": "earliest_deadline"},  # the paper's prose
     "pooled (no app tags)": {"pooled": True},
     "index=hull": {"index": "hull"},
 }
