@@ -20,10 +20,15 @@ and with it off a run is bit for bit the run without this module.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kairos.auxo.robustness import privatize
 from kairos.fl.learning import RoundRunner, local_train
+
+if TYPE_CHECKING:
+    from kairos.auxo.training import CohortTraining
 
 
 def late_updates(
@@ -43,3 +48,23 @@ def late_updates(
         upd = local_train(runner.model, weights, runner.dataset.clients[int(c)], local, rng)
         rows.append(upd.update)
     return np.array(rows).reshape(len(rows), runner.model.n_params)
+
+
+def give_late_feedback(
+    run: CohortTraining, cohort: str, round: int, before: np.ndarray, late: np.ndarray
+) -> None:
+    """The cohort's feedback to this round's stragglers `late` (their updates from `before`,
+    the round's starting weights): scored, never aggregated; uploads and messages charged.
+    A straggler that hears back chooses again at its next check-in, as a participant does."""
+    from kairos.auxo.training import FLOAT_BYTES, message_bytes  # imports this module
+
+    ids = [int(c) for c in late]
+    if not ids:
+        return
+    updates = late_updates(run.runner, before, ids, run.seed, cohort, round)
+    view = privatize(updates, ids, cohort, round, run.faults, run.seed)
+    run.engine.observe_late(cohort, ids, view)
+    run.usage.model_bytes += len(ids) * run.runner.model.n_params * FLOAT_BYTES
+    run.usage.affinity_bytes += len(ids) * message_bytes(cohort)
+    for c in ids:
+        run.requests.pop(c, None)

@@ -39,7 +39,7 @@ from kairos.auxo.matching import match
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.rewards import AffinityEntry
 from kairos.auxo.robustness import Faults, loss_schedule, lost_records, privatize
-from kairos.auxo.straggler_feedback import late_updates
+from kairos.auxo.straggler_feedback import give_late_feedback
 from kairos.fl.learning import (
     FederatedDataset,
     History,
@@ -233,23 +233,10 @@ class CohortTraining:
         for c in lost_records(ids, m, state.round, self.faults, self.seed):
             self.engine.forget(c)  # the client restarts as new (spec 3.11)
         if before is not None and report.split is None and report.deltas is not None:
-            self._late_feedback(m, state.round, before, res.stragglers)
+            give_late_feedback(self, m, state.round, before, res.stragglers)
         if report.split is None:
             return None
         return self._spawn(m, report.split.children)
-
-    def _late_feedback(self, m: str, round: int, before: np.ndarray, late: np.ndarray) -> None:
-        """Option `straggler_feedback`: see `kairos.auxo.straggler_feedback`."""
-        ids = [int(c) for c in late]
-        if not ids:
-            return
-        updates = late_updates(self.runner, before, ids, self.seed, m, round)
-        view = privatize(updates, ids, m, round, self.faults, self.seed)
-        self.engine.observe_late(m, ids, view)
-        self.usage.model_bytes += len(ids) * self.runner.model.n_params * FLOAT_BYTES
-        self.usage.affinity_bytes += len(ids) * message_bytes(m)
-        for c in ids:
-            self.requests.pop(c, None)  # it heard back: it chooses again at its next check-in
 
     def _lose_scheduled_records(self) -> None:
         """Faults, mode "once": clients whose loss time the run has reached restart as new."""
