@@ -60,12 +60,17 @@ class PacedQueue:
 # (issue 17, must-shows 2 and 3): shortest prefill first lowers the mean TTFT, the aging
 # bound (`pace_starve_after`) caps the longest wait, the two pull against each other.
 _SPF = {"pace_prefills": 0.65, "pace_order": "shortest", "pace_decode_trigger": True}
+_BETWEEN = {"pace_prefills": 0.65, "pace_order": "shortest", "pace_between_solves": True}
 ANDES_PACED: dict[str, dict[str, Any]] = {
     "andes-spf-0.65": _SPF,
     "andes-spf-0.65-age8": _SPF | {"pace_starve_after": 8.0},
     "andes-spf-0.65-age6": _SPF | {"pace_starve_after": 6.0},
     "andes-spf-0.65-age5": _SPF | {"pace_starve_after": 5.0},
     "andes-hrrn-0.65": _SPF | {"pace_order": "hrrn"},
+    # the trigger kept, admitting (paced) between solves: the same on E4, better on E2
+    "andes-spf-0.65-age8-between": _BETWEEN | {"pace_starve_after": 8.0},
+    "andes-spf-0.65-age6-between": _BETWEEN | {"pace_starve_after": 6.0},
+    "andes-spf-0.65-age5-between": _BETWEEN | {"pace_starve_after": 5.0},
     "andes-chunks-spf-0.8": {"pace_prefills": 0.8, "pace_chunks": True, "pace_order": "shortest"},
 }
 # paired ratios against FCFS, seed by seed: metric -> column

@@ -123,3 +123,15 @@ def test_andes_paces_in_chunks_only_when_asked() -> None:
     assert 0 < chunked.prefill_chunks[0][1] < 3000
     with pytest.raises(ValueError):
         AndesConfig(pace_order="longest")
+
+
+def test_between_solves_pacing_admits_instead_of_holding() -> None:
+    user = decoding([0.5 + 0.01 * j for j in range(8)])  # slack 1.8 s at t = 1.2
+    short, long_ = req(1, prompt=300), req(2, prompt=3000)
+    v = replace(view([user], 1.2), iteration=1, waiting=[long_, short])  # not a solve (3)
+    # a token latency above 1/s_max makes Andes compute-bound: it solves every 3rd iteration
+    v = replace(v, token_interval_s=1.0)
+    held = AndesPolicy(AndesConfig(pace_prefills=1.0)).decide(v)
+    assert held.admit == []
+    cfg = AndesConfig(pace_prefills=1.0, pace_between_solves=True, pace_order="shortest")
+    assert AndesPolicy(cfg).decide(v).admit == [short]  # the long one does not fit 1.8 s

@@ -87,6 +87,8 @@ class AndesConfig(Settings):
     pace_starve_after: float | None = Field(None, ge=0)
     # the compute-bound trigger counts decode time only (pacing bounds the prefill stalls)
     pace_decode_trigger: bool = False
+    # with pace_prefills: between solves, admit (paced) instead of holding the queue
+    pace_between_solves: bool = False
 
 
 class AndesPolicy:
@@ -150,7 +152,9 @@ class AndesPolicy:
         if view.iteration % self.config.solve_every != 0:
             victims = {r.request_id: r for r in view.running}
             order = [victims[i] for i in self._victims if i in victims]
-            return Decision(admit=[], victims=order or newest_first(view))
+            # held between solves, unless pacing admits (the buffers bound what it costs)
+            between = fcfs_order(view) if self.config.pace_between_solves else []
+            return Decision(admit=between, victims=order or newest_first(view))
         self.solves += 1
         decision = self._solve(view)
         decision.solved = True  # the scheduler times it: a policy reads no clock
