@@ -135,3 +135,15 @@ def test_between_solves_pacing_admits_instead_of_holding() -> None:
     assert held.admit == []
     cfg = AndesConfig(pace_prefills=1.0, pace_between_solves=True, pace_order="shortest")
     assert AndesPolicy(cfg).decide(v).admit == [short]  # the long one does not fit 1.8 s
+
+
+def test_the_ablation_removes_each_guard_from_the_andes_given() -> None:
+    from kairos.andes.experiments.bursts import GUARDS, ablation_variants
+
+    given = {"pace_prefills": 0.65, "solve_every": 5}
+    v = ablation_variants(given)
+    assert v["without anti_starvation"]["andes"] == given | {"starvation_after": None}
+    assert v["without solve_every"]["andes"] == {"pace_prefills": 0.65, "solve_every": 1}
+    assert v["literal (no guards)"]["andes"]["pace_prefills"] == 0.65
+    assert all(v[f"without {g}"]["andes"]["pace_prefills"] == 0.65 for g in GUARDS)
+    assert ablation_variants({})["without prefer_swap"]["andes"] == {"prefer_swap": False}

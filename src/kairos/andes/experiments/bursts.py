@@ -240,6 +240,24 @@ GUARDS: dict[str, dict[str, Any]] = {
 }
 
 
+def ablation_variants(given: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ablation's rows as SimPoint updates. Each removes its guard from the Andes
+    settings given (`point.andes`), not from the defaults: an update replaces the point's
+    whole `andes`, so a non-default Andes (e.g. paced) would otherwise be ablated as the
+    default one."""
+    literal: dict[str, Any] = dict(given)
+    for upd in GUARDS.values():
+        literal |= upd
+    variants: dict[str, dict[str, Any]] = {
+        "fcfs": {"policy": "fcfs"},
+        "andes (all guards)": {"policy": "andes"},
+        "literal (no guards)": {"policy": "andes", "andes": literal},
+    }
+    for g, upd in GUARDS.items():
+        variants[f"without {g}"] = {"policy": "andes", "andes": dict(given) | upd}
+    return variants
+
+
 class AblationConfig(Settings):
     profile: str = DEFAULT_PROFILE
     intensities: list[float] = [2.0, 2.5, 2.8]
@@ -255,16 +273,7 @@ class AblationConfig(Settings):
     quick={"intensities": [2.0, 2.8]},
 )
 def ablation(cfg: AblationConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
-    literal: dict[str, Any] = {}
-    for upd in GUARDS.values():
-        literal |= upd
-    variants: dict[str, dict[str, Any]] = {
-        "fcfs": {"policy": "fcfs"},
-        "andes (all guards)": {"policy": "andes"},
-        "literal (no guards)": {"policy": "andes", "andes": literal},
-    }
-    for g, upd in GUARDS.items():
-        variants[f"without {g}"] = {"policy": "andes", "andes": upd}
+    variants = ablation_variants(cfg.point.andes)
     base = cfg.point.model_copy(update={"profile": cfg.profile})
     rows = policy_sweep(ctx, base, "intensity", cfg.intensities, [], variants, seeds=cfg.seeds)
     plot_metric(
