@@ -39,8 +39,8 @@ class OrlojConfig(BaseModel):
     # largest fillable size); "clockwork_priority", Clockwork's least laxity; or
     # "earliest_deadline", the paper's prose ("the batch size with the overall earliest
     # deadline", ties to the larger size: the largest fillable size at which the most urgent
-    # request is still viable). Issue 19: the prose's rule finishes 0.05 more at 1.5x P99 but
-    # 0.02-0.05 less at 5x (its batches are too small for the load), so the default stays.
+    # request is still viable). Issue 19: the prose's rule finishes 0.05-0.07 more at 1.5x P99
+    # but 0.02-0.04 less at 5x (its batches are too small for the load): the default stays.
     bs_order: BsOrder = "paper"
     schedule_ahead_ms: float = Field(0.0, ge=0)  # plan the next batch this early
     reset_exponent: float = Field(100.0, gt=0, le=600)  # move the time base at b(t-t0) >= this
