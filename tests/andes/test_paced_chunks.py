@@ -147,3 +147,16 @@ def test_the_ablation_removes_each_guard_from_the_andes_given() -> None:
     assert v["literal (no guards)"]["andes"]["pace_prefills"] == 0.65
     assert all(v[f"without {g}"]["andes"]["pace_prefills"] == 0.65 for g in GUARDS)
     assert ablation_variants({})["without prefer_swap"]["andes"] == {"prefer_swap": False}
+
+
+def test_backfill_lets_a_fitting_prompt_pass_one_that_does_not_unless_it_is_overdue() -> None:
+    from kairos.andes.policies.pacing import pace_admissions
+
+    user = decoding([0.5 + 0.01 * j for j in range(8)])  # slack 1.8 s at t = 1.2
+    long_, short = req(1, prompt=3000, arrival=1.0), req(2, prompt=300, arrival=1.1)
+    v = view([user], 1.2)
+    assert pace_admissions(v, [long_, short], 1.0) == []  # cut at the long one
+    assert pace_admissions(v, [long_, short], 1.0, backfill=True) == [short]
+    old = req(3, prompt=3000, arrival=-5.0)  # waited 6.2 s: overdue past (1 + 2) x 1 s
+    assert pace_admissions(v, [old, short], 1.0, True, starve_after=2.0) == []
+    assert pace_admissions(v, [old, short], 1.0, True, starve_after=8.0) == [short]

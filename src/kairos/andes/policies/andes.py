@@ -89,6 +89,7 @@ class AndesConfig(Settings):
     pace_decode_trigger: bool = False
     # with pace_prefills: between solves, admit (paced) instead of holding the queue
     pace_between_solves: bool = False
+    pace_backfill: bool = False  # a prefill that fits may pass one that does not (not aged)
 
 
 class AndesPolicy:
@@ -141,7 +142,9 @@ class AndesPolicy:
             admit = paced_order(
                 decision.admit, view.now, cfg.pace_order, cfg.pace_starve_after, view.latency
             )
-            decision.admit = pace_admissions(view, admit, cfg.pace_prefills)
+            decision.admit = pace_admissions(
+                view, admit, cfg.pace_prefills, cfg.pace_backfill, cfg.pace_starve_after
+            )
         return decision
 
     def _decide(self, view: SchedulerView) -> Decision:

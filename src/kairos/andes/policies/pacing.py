@@ -48,20 +48,34 @@ def buffered_slack(running: Sequence[Request], now: float) -> float:
     return slack
 
 
-def pace_admissions(view: SchedulerView, admit: list[Request], margin: float) -> list[Request]:
-    """`admit` cut before the first prefill whose iteration would outlast the buffers."""
+def pace_admissions(
+    view: SchedulerView,
+    admit: list[Request],
+    margin: float,
+    backfill: bool = False,
+    starve_after: float | None = None,
+) -> list[Request]:
+    """`admit` cut before the first prefill whose iteration would outlast the buffers. With
+    `backfill`, a prefill that does not fit is skipped and later (shorter) ones that still
+    fit go on, unless the skipped one is overdue by `starve_after` TTFT targets."""
     slack = buffered_slack(view.running, view.now)
     if math.isinf(slack):
         return admit
     tokens: list[int] = []
     context: list[int] = []
-    for i, r in enumerate(admit):
+    out: list[Request] = []
+    for r in admit:
         if r.status is Status.WAITING:  # it needs a prefill (a swapped one a copy)
+            t = view.latency.batch_prefill_time([*tokens, r.to_compute], [*context, r.computed])
+            if t * margin > slack:
+                aged = starve_after is not None and _overdue(r, view.now, starve_after)
+                if not backfill or (aged and r.generated == 0):
+                    return out
+                continue
             tokens.append(r.to_compute)
             context.append(r.computed)
-            if view.latency.batch_prefill_time(tokens, context) * margin > slack:
-                return admit[:i]
-    return admit
+        out.append(r)
+    return out
 
 
 def _overdue(r: Request, now: float, after: float) -> bool:
