@@ -27,7 +27,12 @@ from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt
 from kairos.andes.gain import serve_wait_gain
 from kairos.andes.policies.exact import solve_exact_all
 from kairos.andes.policies.greedy import Packing, batch_bounds, candidate_batches, greedy_pack
-from kairos.andes.policies.pacing import pace_admissions, paced_chunks, paced_order
+from kairos.andes.policies.pacing import (
+    pace_admissions,
+    paced_chunks,
+    paced_order,
+    with_aged,
+)
 from kairos.andes.policies.refiner import VictimCost, refine
 from kairos.andes.policies.scratch import Scratch
 from kairos.andes.policies.snapshot import Snapshot, take_snapshot
@@ -85,6 +90,11 @@ class AndesConfig(Settings):
     pace_min_chunk: PositiveInt = 256  # no chunk smaller (each pays the iteration's fixed cost)
     # "shortest" order: a prompt waiting more than this many TTFT targets past due goes first
     pace_starve_after: float | None = Field(None, ge=0)
+    # ... or waiting more than this many seconds (the same bound for every prompt length)
+    pace_starve_after_s: float | None = Field(None, ge=0)
+    pace_aged_always: bool = False  # overdue prompts join every admission, solved or not
+    pace_aged_together: bool = False  # once one overdue prompt fits, its overdue peers join it
+    pace_aged_unpaced: bool = False  # overdue prompts are not paced at all
     # the compute-bound trigger counts decode time only (pacing bounds the prefill stalls)
     pace_decode_trigger: bool = False
     # with pace_prefills: between solves, admit (paced) instead of holding the queue
@@ -138,12 +148,27 @@ class AndesPolicy:
                 cfg.pace_min_chunk,
                 cfg.pace_starve_after,
             )
-        elif cfg.pace_prefills is not None and decision.admit:
+        elif cfg.pace_prefills is not None and (decision.admit or cfg.pace_aged_always):
+            after_s = cfg.pace_starve_after_s
+            if cfg.pace_aged_always:
+                decision.admit = with_aged(view, decision.admit, cfg.pace_starve_after, after_s)
             admit = paced_order(
-                decision.admit, view.now, cfg.pace_order, cfg.pace_starve_after, view.latency
+                decision.admit,
+                view.now,
+                cfg.pace_order,
+                cfg.pace_starve_after,
+                view.latency,
+                after_s,
             )
             decision.admit = pace_admissions(
-                view, admit, cfg.pace_prefills, cfg.pace_backfill, cfg.pace_starve_after
+                view,
+                admit,
+                cfg.pace_prefills,
+                cfg.pace_backfill,
+                cfg.pace_starve_after,
+                after_s,
+                cfg.pace_aged_together,
+                cfg.pace_aged_unpaced,
             )
         return decision
 

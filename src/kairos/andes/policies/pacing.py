@@ -20,9 +20,12 @@ lower mean TTFT, but long prompts wait for a lull), or highest response ratio ne
 aging bound puts a prompt overdue by `starve_after` TTFT targets first. And instead of
 holding a prompt whole, `paced_chunks` runs what fits of it now as a chunk of a
 prefill-only iteration (the scheduler parks the rest with its KV). At E4's Llama point
-shortest-first with an aging bound meets every part of issue 17's must-show 2, but no
-bound we measured also keeps max TTFT within 2x FCFS's while the mean stays below
-FCFS's; chunks did no better than holding (docs/andes.md, "Paced order and chunks").
+shortest-first with an aging bound in TTFT targets meets every part of issue 17's
+must-show 2 but not max TTFT within 2x FCFS's: a long prompt's target is longer, so it ages
+last, and a solve that passes over an aged prompt admits others into its buffers. Aging
+in seconds (`starve_after_s`), overdue prompts added to every admission (`with_aged`) and
+admitted together once the first fits (`aged_together`) meet both; chunks did no better
+than holding (docs/andes.md, "Paced order and chunks").
 """
 
 from __future__ import annotations
@@ -54,33 +57,77 @@ def pace_admissions(
     margin: float,
     backfill: bool = False,
     starve_after: float | None = None,
+    starve_after_s: float | None = None,
+    aged_together: bool = False,
+    aged_unpaced: bool = False,
 ) -> list[Request]:
     """`admit` cut before the first prefill whose iteration would outlast the buffers. With
     `backfill`, a prefill that does not fit is skipped and later (shorter) ones that still
-    fit go on, unless the skipped one is overdue by `starve_after` TTFT targets."""
+    fit go on, unless the skipped one is overdue by `starve_after` TTFT targets (or
+    `starve_after_s` seconds). With `aged_together`, once an overdue prompt fits, the
+    overdue ones after it join its iteration unpaced (a burst of them shares one wait for
+    the buffers instead of one each); with `aged_unpaced`, no overdue prompt is paced."""
     slack = buffered_slack(view.running, view.now)
     if math.isinf(slack):
         return admit
     tokens: list[int] = []
     context: list[int] = []
     out: list[Request] = []
+    aged_in = False  # an overdue prompt got in: with `aged_together` its peers follow
     for r in admit:
         if r.status is Status.WAITING:  # it needs a prefill (a swapped one a copy)
+            aged = r.generated == 0 and _overdue(r, view.now, starve_after, starve_after_s)
+            free = aged and (aged_unpaced or (aged_together and aged_in))
             t = view.latency.batch_prefill_time([*tokens, r.to_compute], [*context, r.computed])
-            if t * margin > slack:
-                aged = starve_after is not None and _overdue(r, view.now, starve_after)
-                if not backfill or (aged and r.generated == 0):
+            if t * margin > slack and not free:
+                if not backfill or aged:
                     return out
                 continue
+            aged_in = aged_in or aged
             tokens.append(r.to_compute)
             context.append(r.computed)
         out.append(r)
     return out
 
 
-def _overdue(r: Request, now: float, after: float) -> bool:
-    """Waiting for a first token more than `after` TTFT targets past its due time."""
-    return now - r.arrival > (1.0 + after) * r.ttft_s
+def with_aged(
+    view: SchedulerView,
+    admit: Sequence[Request],
+    after: float | None,
+    after_s: float | None,
+) -> list[Request]:
+    """`admit` with the overdue prompts of the queue in it, oldest first, even those the
+    solver did not select: otherwise a solve that passes over an overdue prompt admits
+    others into the buffers it was waiting for (E4, seed 0: two such solves before each got
+    in). Only as many as the free KV cache holds beside `admit`: when memory is full, a
+    forced prompt blocks admission behind it (the knapsack's rule learned it, item 15),
+    and under a burst (E2) forcing the oldest turns Andes into FCFS."""
+    have = {id(r) for r in admit}
+    room = view.free_blocks - view.watermark_blocks
+    room -= sum(-(-r.context_len // view.block_size) for r in admit)
+    extra: list[Request] = []
+    for r in sorted(view.waiting, key=lambda r: r.arrival):
+        if id(r) in have or r.status is not Status.WAITING or r.generated > 0:
+            continue
+        if not _overdue(r, view.now, after, after_s):
+            continue
+        need = -(-r.context_len // view.block_size)
+        if need > room:
+            break
+        room -= need
+        extra.append(r)
+    return [*extra, *admit]
+
+
+def _overdue(r: Request, now: float, after: float | None, after_s: float | None = None) -> bool:
+    """Waiting for a first token more than `after` TTFT targets past its due time, or (with
+    `after_s`) more than `after_s` seconds since it arrived. The second bound is the same for
+    every prompt: a bound in targets ages a long prompt later (its target is longer), while
+    the longest waits it should cap are those of long prompts."""
+    wait = now - r.arrival
+    if after is not None and wait > (1.0 + after) * r.ttft_s:
+        return True
+    return after_s is not None and wait > after_s
 
 
 def paced_order(
@@ -89,6 +136,7 @@ def paced_order(
     order: str,
     starve_after: float | None,
     latency: LatencyModel | None = None,
+    starve_after_s: float | None = None,
 ) -> list[Request]:
     """`queue` for paced admission, swapped requests first: as given ("admission"),
     shortest prefill first ("shortest", which lowers the mean wait for a first token), or
@@ -110,8 +158,10 @@ def paced_order(
         rest = [r for _, r in sorted(zip(ratio, rest, strict=True), key=lambda x: -x[0])]
     else:
         rest.sort(key=lambda r: r.to_compute)
-    if starve_after is not None:
-        old = [r for r in rest if r.generated == 0 and _overdue(r, now, starve_after)]
+    if starve_after is not None or starve_after_s is not None:
+        old = [
+            r for r in rest if r.generated == 0 and _overdue(r, now, starve_after, starve_after_s)
+        ]
         if old:
             old.sort(key=lambda r: r.arrival)
             seen = {id(r) for r in old}
