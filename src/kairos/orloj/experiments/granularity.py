@@ -21,10 +21,9 @@ import numpy as np
 
 from kairos.orloj.arrivals import ArrivalKind
 from kairos.orloj.experiments.fairness import C1_WORKLOADS, size_label
-from kairos.orloj.experiments.point import SimPoint, point_recording
+from kairos.orloj.experiments.point import SimPoint, point_policy, point_recording
 from kairos.orloj.policy import Outcome
 from kairos.orloj.simulator import SimConfig, simulate
-from kairos.orloj.systems import make_system
 from kairos.orloj.workloads import get_workload
 from kairos.report.stats import mean_ci
 from kairos.sim import RngStreams
@@ -48,14 +47,7 @@ def batch_mix(p: SimPoint) -> dict[str, float]:
     rec = point_recording(p)
     slo = p.slo_mult * w.p99_ms
     rate = float(rec.meta["rate_per_ms"])
-    policy = make_system(
-        p.system,
-        model=p.batch_model,
-        slo_ms=slo,
-        rate_per_ms=rate,
-        sizes=p.batch_sizes,
-        options=dict(p.options),
-    )
+    policy = point_policy(p, slo, rate)
     offline = w.offline_profile(p.offline_samples, RngStreams(p.seed).stream("offline"))
     config = SimConfig(
         batch_model=p.batch_model, profile_sample_rate=p.profile_sample_rate, seed=p.seed

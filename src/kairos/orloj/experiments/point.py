@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kairos.orloj.arrivals import ArrivalKind
 from kairos.orloj.batchdist import BatchLatencyModel
 from kairos.orloj.bound import relaxation_bound
+from kairos.orloj.policy import BatchPolicy
 from kairos.orloj.recording import Recording, record
 from kairos.orloj.simulator import SimConfig, simulate
 from kairos.orloj.systems import make_system
@@ -89,6 +90,18 @@ def point_recording(p: SimPoint) -> Recording:
     )
 
 
+def point_policy(p: SimPoint, slo_ms: float, rate_per_ms: float) -> BatchPolicy:
+    """The scheduler `p.system` as every experiment builds it for one point."""
+    return make_system(
+        p.system,
+        model=p.batch_model,
+        slo_ms=slo_ms,
+        rate_per_ms=rate_per_ms,
+        sizes=p.batch_sizes,
+        options=dict(p.options),
+    )
+
+
 BOUND = "bound"  # the pseudo-system whose finish rate is the clairvoyant bound
 
 
@@ -111,14 +124,7 @@ def run_point(p: SimPoint) -> dict[str, Any]:
             "p99_ms": workload.p99_ms,
             "rate_rps": rate * 1e3,
         }
-    policy = make_system(
-        p.system,
-        model=p.batch_model,
-        slo_ms=slo,
-        rate_per_ms=rate,
-        sizes=p.batch_sizes,
-        options=p.options,
-    )
+    policy = point_policy(p, slo, rate)
     offline = workload.offline_profile(p.offline_samples, RngStreams(p.seed).stream("offline"))
     config = SimConfig(
         batch_model=p.batch_model.scaled(p.slowdown),
