@@ -79,6 +79,9 @@ ANDES_PACED: dict[str, dict[str, Any]] = {
     | {"pace_starve_after_s": 8.0, "pace_aged_always": True},
     "andes-spf-0.65-age9s-always-together": _BETWEEN
     | {"pace_starve_after_s": 9.0, "pace_aged_always": True, "pace_aged_together": True},
+    # bounded overtaking (policies/overtaking.py): overdue once more than 22 later prompts,
+    # or 2x the prompts waiting, were admitted first; unlike 9 s it keeps E2's bursts
+    "andes-spf-0.65-overtake22": _BETWEEN | {"pace_overtake": 22, "pace_overtake_per_waiting": 2.0},
     "andes-chunks-spf-0.8": {"pace_prefills": 0.8, "pace_chunks": True, "pace_order": "shortest"},
 }
 # paired ratios against FCFS, seed by seed: metric -> column

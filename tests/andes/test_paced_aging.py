@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kairos.andes.policies.andes import AndesConfig
+from kairos.andes.policies.andes import AndesConfig, AndesPolicy
+from kairos.andes.policies.overtaking import OvertakeCount
 from kairos.andes.policies.pacing import pace_admissions, paced_order, with_aged
 from kairos.andes.request import Request, Status
 from tests.andes.test_pacing import view
@@ -68,3 +69,44 @@ def test_the_overdue_options_are_off_unless_asked() -> None:
     cfg = AndesConfig()
     assert cfg.pace_starve_after_s is None
     assert not (cfg.pace_aged_always or cfg.pace_aged_together or cfg.pace_aged_unpaced)
+
+
+def test_overtaking_counts_later_prompts_admitted_first() -> None:
+    old, mid, new = prompt(1, 4000, 0.0), prompt(2, 100, 1.0), prompt(3, 100, 2.0)
+    count = OvertakeCount()
+    count.observe([old, mid, new])
+    new.status = Status.RUNNING  # the newest started: it passed both earlier prompts
+    count.observe([old, mid])
+    assert count.count == {"1": 1, "2": 1}
+    mid.status = Status.RUNNING  # the middle one passed only the oldest
+    count.observe([old])
+    assert count.count == {"1": 2}
+    assert count.overdue(1) == frozenset({"1"})
+    assert count.overdue(2) == frozenset()
+    # the bound grows with the queue: 3 x 1 waiting prompt is above 2 overtakes
+    assert count.overdue(1, per_waiting=3.0) == frozenset()
+    old.status = Status.RUNNING  # admitted: forgotten
+    count.observe([])
+    assert count.count == {}
+
+
+def test_an_overtaken_prompt_goes_first_in_shortest_order() -> None:
+    long_, short = prompt(1, 2000, 0.0), prompt(2, 100, 5.0)
+    assert paced_order([long_, short], 6.0, "shortest", None) == [short, long_]
+    aged = frozenset({"1"})
+    assert paced_order([long_, short], 6.0, "shortest", None, aged_ids=aged) == [long_, short]
+    assert AndesConfig().pace_overtake is None
+
+
+def test_the_policy_puts_an_overtaken_prompt_first() -> None:
+    cfg = {"pace_prefills": 1.0, "pace_order": "shortest"}
+    admitted: dict[int | None, list[str]] = {}
+    for k in (None, 0):
+        policy = AndesPolicy(AndesConfig(**cfg, pace_overtake=k))
+        old, passer, short = prompt(1, 400, 0.0), prompt(2, 100, 1.0), prompt(3, 100, 2.0)
+        policy.decide(replace(view([], 2.0), waiting=[old, passer], now=2.0))
+        passer.status = Status.RUNNING  # started before the older, longer prompt
+        d = policy.decide(replace(view([passer], 2.1), waiting=[old, short], now=2.1))
+        admitted[k] = [r.request_id for r in d.admit]
+    assert admitted[None] == ["3", "1"]  # shortest first
+    assert admitted[0] == ["1", "3"]  # passed once, more than k = 0: it goes first

@@ -27,6 +27,7 @@ from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt
 from kairos.andes.gain import serve_wait_gain
 from kairos.andes.policies.exact import solve_exact_all
 from kairos.andes.policies.greedy import Packing, batch_bounds, candidate_batches, greedy_pack
+from kairos.andes.policies.overtaking import OvertakeCount
 from kairos.andes.policies.pacing import (
     pace_admissions,
     paced_chunks,
@@ -100,6 +101,11 @@ class AndesConfig(Settings):
     # with pace_prefills: between solves, admit (paced) instead of holding the queue
     pace_between_solves: bool = False
     pace_backfill: bool = False  # a prefill that fits may pass one that does not (not aged)
+    # a prompt is overdue once more than this many later prompts were admitted before it
+    # (bounded overtaking, policies/overtaking.py); None: off
+    pace_overtake: int | None = Field(None, ge=0)
+    # ... or more than this many x the prompts waiting, if larger (a burst's queue is long)
+    pace_overtake_per_waiting: float = Field(0.0, ge=0)
 
 
 class AndesPolicy:
@@ -111,6 +117,7 @@ class AndesPolicy:
         self.solves = 0
         self._victims: list[str] = []
         self._scratch = Scratch()  # the solve's grids, reused (see scratch.py)
+        self._overtaken = OvertakeCount()
 
     # -- when to solve -----------------------------------------------------------------
     def _triggered(self, view: SchedulerView) -> bool:
@@ -137,8 +144,10 @@ class AndesPolicy:
         return max(predicted, view.token_interval_s) > 1.0 / s_max
 
     def decide(self, view: SchedulerView) -> Decision:
-        decision = self._decide(view)
         cfg = self.config
+        if cfg.pace_overtake is not None:
+            self._overtaken.observe(view.waiting)
+        decision = self._decide(view)
         if cfg.pace_prefills is not None and cfg.pace_chunks:
             decision.prefill_chunks = paced_chunks(
                 view,
@@ -150,8 +159,13 @@ class AndesPolicy:
             )
         elif cfg.pace_prefills is not None and (decision.admit or cfg.pace_aged_always):
             after_s = cfg.pace_starve_after_s
+            aged: frozenset[str] = frozenset()
+            if cfg.pace_overtake is not None:
+                aged = self._overtaken.overdue(cfg.pace_overtake, cfg.pace_overtake_per_waiting)
             if cfg.pace_aged_always:
-                decision.admit = with_aged(view, decision.admit, cfg.pace_starve_after, after_s)
+                decision.admit = with_aged(
+                    view, decision.admit, cfg.pace_starve_after, after_s, aged
+                )
             admit = paced_order(
                 decision.admit,
                 view.now,
@@ -159,6 +173,7 @@ class AndesPolicy:
                 cfg.pace_starve_after,
                 view.latency,
                 after_s,
+                aged,
             )
             decision.admit = pace_admissions(
                 view,
@@ -169,6 +184,7 @@ class AndesPolicy:
                 after_s,
                 cfg.pace_aged_together,
                 cfg.pace_aged_unpaced,
+                aged,
             )
         return decision
 

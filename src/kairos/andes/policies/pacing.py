@@ -60,13 +60,15 @@ def pace_admissions(
     starve_after_s: float | None = None,
     aged_together: bool = False,
     aged_unpaced: bool = False,
+    aged_ids: frozenset[str] = frozenset(),
 ) -> list[Request]:
     """`admit` cut before the first prefill whose iteration would outlast the buffers. With
     `backfill`, a prefill that does not fit is skipped and later (shorter) ones that still
     fit go on, unless the skipped one is overdue by `starve_after` TTFT targets (or
     `starve_after_s` seconds). With `aged_together`, once an overdue prompt fits, the
     overdue ones after it join its iteration unpaced (a burst of them shares one wait for
-    the buffers instead of one each); with `aged_unpaced`, no overdue prompt is paced."""
+    the buffers instead of one each); with `aged_unpaced`, no overdue prompt is paced. Ids in
+    `aged_ids` are overdue too (bounded overtaking, policies/overtaking.py)."""
     slack = buffered_slack(view.running, view.now)
     if math.isinf(slack):
         return admit
@@ -76,7 +78,9 @@ def pace_admissions(
     aged_in = False  # an overdue prompt got in: with `aged_together` its peers follow
     for r in admit:
         if r.status is Status.WAITING:  # it needs a prefill (a swapped one a copy)
-            aged = r.generated == 0 and _overdue(r, view.now, starve_after, starve_after_s)
+            aged = r.generated == 0 and _overdue(
+                r, view.now, starve_after, starve_after_s, aged_ids
+            )
             free = aged and (aged_unpaced or (aged_together and aged_in))
             t = view.latency.batch_prefill_time([*tokens, r.to_compute], [*context, r.computed])
             if t * margin > slack and not free:
@@ -95,6 +99,7 @@ def with_aged(
     admit: Sequence[Request],
     after: float | None,
     after_s: float | None,
+    aged_ids: frozenset[str] = frozenset(),
 ) -> list[Request]:
     """`admit` with the overdue prompts of the queue in it, oldest first, even those the
     solver did not select: otherwise a solve that passes over an overdue prompt admits
@@ -109,7 +114,7 @@ def with_aged(
     for r in sorted(view.waiting, key=lambda r: r.arrival):
         if id(r) in have or r.status is not Status.WAITING or r.generated > 0:
             continue
-        if not _overdue(r, view.now, after, after_s):
+        if not _overdue(r, view.now, after, after_s, aged_ids):
             continue
         need = -(-r.context_len // view.block_size)
         if need > room:
@@ -119,11 +124,19 @@ def with_aged(
     return [*extra, *admit]
 
 
-def _overdue(r: Request, now: float, after: float | None, after_s: float | None = None) -> bool:
+def _overdue(
+    r: Request,
+    now: float,
+    after: float | None,
+    after_s: float | None = None,
+    aged_ids: frozenset[str] = frozenset(),
+) -> bool:
     """Waiting for a first token more than `after` TTFT targets past its due time, or (with
-    `after_s`) more than `after_s` seconds since it arrived. The second bound is the same for
-    every prompt: a bound in targets ages a long prompt later (its target is longer), while
-    the longest waits it should cap are those of long prompts."""
+    `after_s`) more than `after_s` seconds since it arrived, or named in `aged_ids`. The
+    second bound is the same for every prompt: a bound in targets ages a long prompt later
+    (its target is longer), while the longest waits it should cap are those of long prompts."""
+    if r.request_id in aged_ids:
+        return True
     wait = now - r.arrival
     if after is not None and wait > (1.0 + after) * r.ttft_s:
         return True
@@ -137,6 +150,7 @@ def paced_order(
     starve_after: float | None,
     latency: LatencyModel | None = None,
     starve_after_s: float | None = None,
+    aged_ids: frozenset[str] = frozenset(),
 ) -> list[Request]:
     """`queue` for paced admission, swapped requests first: as given ("admission"),
     shortest prefill first ("shortest", which lowers the mean wait for a first token), or
@@ -158,9 +172,11 @@ def paced_order(
         rest = [r for _, r in sorted(zip(ratio, rest, strict=True), key=lambda x: -x[0])]
     else:
         rest.sort(key=lambda r: r.to_compute)
-    if starve_after is not None or starve_after_s is not None:
+    if starve_after is not None or starve_after_s is not None or aged_ids:
         old = [
-            r for r in rest if r.generated == 0 and _overdue(r, now, starve_after, starve_after_s)
+            r
+            for r in rest
+            if r.generated == 0 and _overdue(r, now, starve_after, starve_after_s, aged_ids)
         ]
         if old:
             old.sort(key=lambda r: r.arrival)
