@@ -27,6 +27,14 @@ from kairos.fl.learning import (
     evaluate_clients,
 )
 
+FLOAT_BYTES = 4  # models travel as float32 (FedScale); affinity values too
+INT_BYTES = 4
+
+
+def message_bytes(cohort: str) -> int:
+    """Bytes of one affinity message (client id or dR, L, R and the cohort's dotted id)."""
+    return 3 * INT_BYTES + len(cohort.encode())
+
 
 @dataclass
 class Usage:

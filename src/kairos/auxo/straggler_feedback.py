@@ -20,15 +20,25 @@ and with it off a run is bit for bit the run without this module.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from kairos.auxo.robustness import privatize
+from kairos.auxo.engine import AuxoEngine
+from kairos.auxo.evaluation import FLOAT_BYTES, Usage, message_bytes
+from kairos.auxo.robustness import Faults, privatize
 from kairos.fl.learning import RoundRunner, local_train
 
-if TYPE_CHECKING:
-    from kairos.auxo.training import CohortTraining
+
+class FeedbackRun(Protocol):
+    """What the feedback touches of a run (`CohortTraining` satisfies it)."""
+
+    runner: RoundRunner
+    seed: int
+    faults: Faults
+    engine: AuxoEngine
+    usage: Usage
+    requests: dict[int, tuple[str, int]]
 
 
 def late_updates(
@@ -51,13 +61,11 @@ def late_updates(
 
 
 def give_late_feedback(
-    run: CohortTraining, cohort: str, round: int, before: np.ndarray, late: np.ndarray
+    run: FeedbackRun, cohort: str, round: int, before: np.ndarray, late: np.ndarray
 ) -> None:
     """The cohort's feedback to this round's stragglers `late` (their updates from `before`,
     the round's starting weights): scored, never aggregated; uploads and messages charged.
     A straggler that hears back chooses again at its next check-in, as a participant does."""
-    from kairos.auxo.training import FLOAT_BYTES, message_bytes  # imports this module
-
     ids = [int(c) for c in late]
     if not ids:
         return

@@ -33,7 +33,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kairos.auxo.engine import AuxoEngine, RoundReport
-from kairos.auxo.evaluation import CohortEval, Usage, evaluate_cohorts, membership_index
+from kairos.auxo.evaluation import (
+    FLOAT_BYTES,
+    CohortEval,
+    Usage,
+    evaluate_cohorts,
+    membership_index,
+    message_bytes,
+)
 from kairos.auxo.loss_fallback import place_by_loss
 from kairos.auxo.matching import match
 from kairos.auxo.params import AuxoParams
@@ -48,14 +55,6 @@ from kairos.fl.learning import (
     RoundRunner,
     TrainingState,
 )
-
-FLOAT_BYTES = 4  # models travel as float32 (FedScale); affinity values too
-INT_BYTES = 4
-
-
-def message_bytes(cohort: str) -> int:
-    """Bytes of one affinity message (client id or dR, L, R and the cohort's dotted id)."""
-    return 3 * INT_BYTES + len(cohort.encode())
 
 
 @dataclass(frozen=True)

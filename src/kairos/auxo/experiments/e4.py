@@ -42,10 +42,9 @@ from kairos.auxo.baselines import (
     run_flexcfl,
     run_ifca,
 )
-from kairos.auxo.evaluation import cluster_scores
+from kairos.auxo.evaluation import FLOAT_BYTES, cluster_scores
 from kairos.auxo.experiments.pairing import compare, first_time, seed_spread
 from kairos.auxo.experiments.runs import RunConfig, build_runner, history_columns, run_arm
-from kairos.auxo.training import FLOAT_BYTES
 from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
 from kairos.experiments.seeds import Cell, seed_runs

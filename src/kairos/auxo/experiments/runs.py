@@ -22,10 +22,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from kairos.auxo.diagnostics import placement_diagnostics
-from kairos.auxo.evaluation import cluster_scores, evaluate_under, oracle_membership
+from kairos.auxo.evaluation import FLOAT_BYTES, cluster_scores, evaluate_under, oracle_membership
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.robustness import Faults
-from kairos.auxo.training import FLOAT_BYTES, CohortTraining
+from kairos.auxo.training import CohortTraining
 from kairos.fl.learning import (
     AccuracyStats,
     AlgorithmName,
