@@ -5,6 +5,7 @@ scheduler on prefill-only iterations (the rest of a prompt waits, parked with it
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -160,3 +161,44 @@ def test_backfill_lets_a_fitting_prompt_pass_one_that_does_not_unless_it_is_over
     old = req(3, prompt=3000, arrival=-5.0)  # waited 6.2 s: overdue past (1 + 2) x 1 s
     assert pace_admissions(v, [old, short], 1.0, True, starve_after=2.0) == []
     assert pace_admissions(v, [old, short], 1.0, True, starve_after=8.0) == [short]
+
+
+class _Captured(Exception):
+    """Raised by the stand-in sweep once it has seen the experiment's variants."""
+
+
+def test_e5_e7_e10_variants_change_one_setting_of_the_andes_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each variant changes one setting of `point.andes`, not of the default Andes: run with
+    `--set point=` a paced Andes, E5 must compare it with itself without the refiner (an update
+    replaces the point's whole `andes`, so E5/E7/E10 used to compare against the default)."""
+    import kairos.andes.experiments.bursts as bursts
+    import kairos.andes.experiments.others as others
+    from kairos.andes.experiments.workload import SimPoint
+
+    given = {"pace_prefills": 0.65, "pace_order": "shortest"}
+    seen: list[dict[str, Any]] = []
+
+    def capture(*args: Any, **kwargs: Any) -> None:
+        seen.append(args[5] if len(args) > 5 else {p["policy"]: p for p in args[2]})
+        raise _Captured
+
+    monkeypatch.setattr(bursts, "policy_sweep", capture)
+    point = SimPoint(andes=given)
+    with pytest.raises(_Captured):
+        bursts.e5(bursts.DurationConfig(point=point), None)  # type: ignore[arg-type]
+    assert seen[-1]["andes-no-refiner"]["andes"] == given | {"refiner": False}
+    with pytest.raises(_Captured):
+        bursts.e7(bursts.HorizonConfig(point=point, horizons=[2.0]), None)  # type: ignore[arg-type]
+    assert seen[-1]["andes Δt=2"]["andes"] == given | {"horizon_s": 2.0}
+
+    class Ctx:
+        def sweep(self, fn: Any, base: Any, points: list[dict[str, Any]], name: str) -> None:
+            seen.append({p["policy"] + str(p.get("andes")): p for p in points})
+            raise _Captured
+
+    with pytest.raises(_Captured):
+        others.e10(others.ObjectivesConfig(point=point), Ctx())  # type: ignore[arg-type]
+    andes_rows = [p for p in seen[-1].values() if p["policy"] == "andes"]
+    assert andes_rows and all(p["andes"]["pace_prefills"] == 0.65 for p in andes_rows)

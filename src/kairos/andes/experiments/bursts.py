@@ -195,7 +195,8 @@ def e5(cfg: DurationConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     base = cfg.point.model_copy(update={"profile": cfg.profile})
     variants: dict[str, dict[str, Any]] = {
         "andes": {"policy": "andes"},
-        "andes-no-refiner": {"policy": "andes", "andes": {"refiner": False}},
+        # each variant changes one setting of the Andes given (`point.andes`), not of the default
+        "andes-no-refiner": {"policy": "andes", "andes": cfg.point.andes | {"refiner": False}},
     }
     rows = policy_sweep(ctx, base, "duration", cfg.durations, [], variants, seeds=cfg.seeds)
     plot_metric(
@@ -323,7 +324,8 @@ class HorizonConfig(Settings):
 def e7(cfg: HorizonConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     base = cfg.point.model_copy(update={"profile": cfg.profile})
     variants = {
-        f"andes Δt={h:g}": {"policy": "andes", "andes": {"horizon_s": h}} for h in cfg.horizons
+        f"andes Δt={h:g}": {"policy": "andes", "andes": cfg.point.andes | {"horizon_s": h}}
+        for h in cfg.horizons
     }
     rows = policy_sweep(
         ctx,

@@ -161,7 +161,7 @@ class ObjectivesConfig(Settings):
 def e10(cfg: ObjectivesConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     base = cfg.point.model_copy(update={"profile": cfg.profile})
     variants: dict[str, dict[str, Any]] = {"fcfs": {"policy": "fcfs"}} | {
-        f"andes[{o}]": {"policy": "andes", "andes": {"objective": o}}
+        f"andes[{o}]": {"policy": "andes", "andes": cfg.point.andes | {"objective": o}}
         for o in ("average", "max_min", "perfect")
     }
     points = [{"intensity": h, **v} for h in cfg.intensities for v in variants.values()]
