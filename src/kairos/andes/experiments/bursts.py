@@ -10,9 +10,9 @@ from typing import Any
 import kairos.andes.experiments.paper as paper
 from kairos.andes.capacity import capacity
 from kairos.andes.experiments.common import BASELINES, plot_metric, policy_sweep
+from kairos.andes.experiments.point_settings import PointSettings
 from kairos.andes.experiments.workload import SimPoint, base_rate
 from kairos.andes.latency import DEFAULT_PROFILE, PROFILES
-from kairos.cli_utils import Settings
 from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
 from kairos.report import save_line_plot
@@ -20,7 +20,7 @@ from kairos.report import save_line_plot
 ALL_PROFILES = list(PROFILES)
 
 
-class IntensityConfig(Settings):
+class IntensityConfig(PointSettings):
     profiles: list[str] = ALL_PROFILES
     intensities: list[float] = [1.0, 1.4, 1.8, 2.0, 2.2, 2.5, 2.8]
     policies: list[str] = list(BASELINES)
@@ -87,7 +87,7 @@ def _ratios(
     return {x: by[(x, num)] / by[(x, den)] for (x, p) in by if p == num and by.get((x, den))}
 
 
-class CapacityConfig(Settings):
+class CapacityConfig(PointSettings):
     profiles: list[str] = ALL_PROFILES
     load_factors: list[float] = [0.05, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8]
     targets: list[float] = [0.95, 0.96, 0.97, 0.98, 0.99]
@@ -140,7 +140,7 @@ def capacity_table(cfg: CapacityConfig, ctx: ExperimentContext) -> list[dict[str
     return rows
 
 
-class DurationConfig(Settings):
+class DurationConfig(PointSettings):
     profile: str = DEFAULT_PROFILE
     durations: list[float] = [0.15, 0.25, 0.35, 0.45]
     policies: list[str] = list(BASELINES)
@@ -259,7 +259,7 @@ def ablation_variants(given: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return variants
 
 
-class AblationConfig(Settings):
+class AblationConfig(PointSettings):
     profile: str = DEFAULT_PROFILE
     intensities: list[float] = [2.0, 2.5, 2.8]
     seeds: list[int] = [0]
@@ -307,7 +307,7 @@ def ablation(cfg: AblationConfig, ctx: ExperimentContext) -> list[dict[str, Any]
     return rows
 
 
-class HorizonConfig(Settings):
+class HorizonConfig(PointSettings):
     profile: str = DEFAULT_PROFILE
     horizons: list[float] = [1.0, 2.0, 5.0, 10.0, 20.0, 40.0]
     seeds: list[int] = [0]
@@ -358,7 +358,7 @@ def e7(cfg: HorizonConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     return rows
 
 
-class PoissonConfig(Settings):
+class PoissonConfig(PointSettings):
     profile: str = DEFAULT_PROFILE
     load_factors: list[float] = [0.4, 0.6, 0.8, 1.0, 1.2]
     policies: list[str] = list(BASELINES)

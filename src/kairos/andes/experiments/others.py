@@ -11,6 +11,7 @@ import numpy as np
 
 import kairos.andes.experiments.paper as paper
 from kairos.andes.experiments.common import plot_metric, policy_sweep
+from kairos.andes.experiments.point_settings import PointSettings
 from kairos.andes.experiments.workload import SimPoint, run_point
 from kairos.andes.latency import DEFAULT_PROFILE
 from kairos.andes.qoe import READER_SPEEDS, qoe_at
@@ -56,7 +57,7 @@ def e1(cfg: NoConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     return rows
 
 
-class SolverConfig(Settings):
+class SolverConfig(PointSettings):
     profile: str = DEFAULT_PROFILE
     intensities: list[float] = [2.0, 2.4, 2.8]
     seeds: list[int] = [0]
@@ -97,7 +98,7 @@ def e6(cfg: SolverConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     return rows
 
 
-class VoiceConfig(Settings):
+class VoiceConfig(PointSettings):
     profile: str = DEFAULT_PROFILE
     intensities: list[float] = [1.0, 1.5, 2.0, 2.4, 2.8]
     policies: list[str] = ["fcfs", "andes"]
@@ -144,7 +145,7 @@ def e9(cfg: VoiceConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     return rows
 
 
-class ObjectivesConfig(Settings):
+class ObjectivesConfig(PointSettings):
     profile: str = DEFAULT_PROFILE
     intensities: list[float] = [2.0, 2.8]
     seeds: list[int] = [0]
@@ -184,7 +185,7 @@ def e10(cfg: ObjectivesConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     return rows
 
 
-class GainConfig(Settings):
+class GainConfig(PointSettings):
     profile: str = DEFAULT_PROFILE
     load_factors: list[float] = [0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6]
     point: SimPoint = SimPoint()

@@ -20,10 +20,10 @@ import numpy as np
 from pydantic import Field
 
 import kairos.andes.experiments.paper as paper
+from kairos.andes.experiments.point_settings import PointSettings
 from kairos.andes.experiments.workload import SimPoint, run_point
 from kairos.andes.latency import DEFAULT_PROFILE
 from kairos.andes.operating_point import PAPER_FCFS_QOE, LoadSearch, find_load
-from kairos.cli_utils import Settings
 from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
 from kairos.experiments.seeds import Cell, seed_average, seed_runs
@@ -55,7 +55,7 @@ COLUMNS = [
 ]
 
 
-class TraceConfig(Settings):
+class TraceConfig(PointSettings):
     profile: str = DEFAULT_PROFILE
     span_s: float = 3600.0
     policies: list[str] = ["fcfs", "andes"]
