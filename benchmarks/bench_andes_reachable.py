@@ -56,33 +56,28 @@ class PacedQueue:
         return Decision(admit=pace_admissions(view, queue, self.margin), victims=newest_first(view))
 
 
-# Andes with buffer-paced admission in the orders and aging bounds docs/andes.md compares
-# (issue 17, must-shows 2 and 3): shortest prefill first lowers the mean TTFT, the aging
-# bound (`pace_starve_after`) caps the longest wait, the two pull against each other.
-_SPF = {"pace_prefills": 0.65, "pace_order": "shortest", "pace_decode_trigger": True}
-_BETWEEN = {"pace_prefills": 0.65, "pace_order": "shortest", "pace_between_solves": True}
+# Andes with buffer-paced admission (`AndesConfig.pacing`) in the orders and aging rules
+# docs/andes.md compares (issue 17, must-shows 2 and 3): shortest prefill first lowers the
+# mean TTFT, an aging rule caps the longest wait, the two pull against each other. Each row
+# spells its pacing out whole, so it does not move with the defaults. "andes" (the default,
+# since issue 17: bounded overtaking) and "andes-unpaced" (the paper's Andes) run as well.
+_BETWEEN = {"margin": 0.65, "order": "shortest", "between_solves": True, "overtake": None}
 ANDES_PACED: dict[str, dict[str, Any]] = {
-    "andes-spf-0.65": _SPF,
-    "andes-spf-0.65-age8": _SPF | {"pace_starve_after": 8.0},
-    "andes-spf-0.65-age6": _SPF | {"pace_starve_after": 6.0},
-    "andes-spf-0.65-age5": _SPF | {"pace_starve_after": 5.0},
-    "andes-hrrn-0.65": _SPF | {"pace_order": "hrrn"},
-    # the trigger kept, admitting (paced) between solves: the same on E4, better on E2
-    "andes-spf-0.65-age8-between": _BETWEEN | {"pace_starve_after": 8.0},
-    "andes-spf-0.65-age6-between": _BETWEEN | {"pace_starve_after": 6.0},
-    "andes-spf-0.65-age5-between": _BETWEEN | {"pace_starve_after": 5.0},
+    # the trigger kept, admitting (paced) between solves; aging in TTFT targets past due
+    "andes-spf-0.65-age8-between": _BETWEEN | {"starve_after": 8.0},
+    "andes-spf-0.65-age6-between": _BETWEEN | {"starve_after": 6.0},
+    "andes-spf-0.65-age5-between": _BETWEEN | {"starve_after": 5.0},
+    "andes-spf-0.65-between": _BETWEEN,  # no aging rule
     # aging in seconds (the same bound for every prompt length: a bound in TTFT targets ages
     # a long prompt late), overdue prompts added to every admission (a solve that passed one
     # over admitted others into its buffers), and those after the first that fits join it
-    "andes-spf-0.65-between": _BETWEEN,
-    "andes-spf-0.65-age8s-always": _BETWEEN
-    | {"pace_starve_after_s": 8.0, "pace_aged_always": True},
+    "andes-spf-0.65-age8s-always": _BETWEEN | {"starve_after_s": 8.0, "aged_always": True},
     "andes-spf-0.65-age9s-always-together": _BETWEEN
-    | {"pace_starve_after_s": 9.0, "pace_aged_always": True, "pace_aged_together": True},
+    | {"starve_after_s": 9.0, "aged_always": True, "aged_together": True},
     # bounded overtaking (policies/overtaking.py): overdue once more than 22 later prompts,
-    # or 2x the prompts waiting, were admitted first; unlike 9 s it keeps E2's bursts
-    "andes-spf-0.65-overtake22": _BETWEEN | {"pace_overtake": 22, "pace_overtake_per_waiting": 2.0},
-    "andes-chunks-spf-0.8": {"pace_prefills": 0.8, "pace_chunks": True, "pace_order": "shortest"},
+    # or 2x the prompts waiting, were admitted first; unlike 9 s it keeps E2's bursts. The
+    # default's pacing, spelled out
+    "andes-spf-0.65-overtake22": _BETWEEN | {"overtake": 22, "overtake_per_waiting": 2.0},
 }
 # paired ratios against FCFS, seed by seed: metric -> column
 PAIRED = {
@@ -94,8 +89,8 @@ PAIRED = {
 }
 
 
-def _andes(cfg: dict[str, Any]) -> Any:
-    return lambda: make_policy("andes", **cfg)
+def _andes(pacing: dict[str, Any] | None) -> Any:
+    return lambda: make_policy("andes", pacing=pacing)
 
 
 def _point(load: float, span: float, seed: int) -> SimPoint:
@@ -121,6 +116,7 @@ def run(out_dir: Path, quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2)) 
     makers: dict[str, Any] = {
         "fcfs": lambda: make_policy("fcfs"),
         "andes": lambda: make_policy("andes"),
+        "andes-unpaced": _andes(None),
         "paced-arrival-1": lambda: PacedQueue("arrival", 1.0),
         "paced-shortest-1": lambda: PacedQueue("shortest", 1.0),
         "paced-shortest-0.7": lambda: PacedQueue("shortest", 0.7),
@@ -150,7 +146,7 @@ def run(out_dir: Path, quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2)) 
     ms2 = [
         r["policy"]
         for r in rows
-        if r["policy"].startswith("andes-")
+        if r["policy"].startswith("andes")
         and r["avg_qoe"] >= 0.95
         and r["share_095_minus_fcfs"] >= 0.15
         and r["ttft_vs_fcfs_hi"] < 1.0

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from kairos.andes.policies.andes import AndesConfig, AndesPolicy
 from kairos.andes.policies.overtaking import OvertakeCount
+from kairos.andes.policies.pacer import PacingConfig
 from kairos.andes.policies.pacing import pace_admissions, paced_order, with_aged
 from kairos.andes.request import Request, Status
 from tests.andes.test_pacing import view
@@ -62,13 +63,12 @@ def test_overdue_prompts_share_the_iteration_of_the_first_that_fits() -> None:
     assert together == [a, b]  # b joins a; the fresh one still waits for the buffers
     # the first overdue prompt must still fit: together does not bypass pacing for it
     assert pace_admissions(v, queue, 4.0, starve_after_s=10.0, aged_together=True) == []
-    assert pace_admissions(v, queue, 4.0, starve_after_s=10.0, aged_unpaced=True) == [a, b]
 
 
 def test_the_overdue_options_are_off_unless_asked() -> None:
-    cfg = AndesConfig()
-    assert cfg.pace_starve_after_s is None
-    assert not (cfg.pace_aged_always or cfg.pace_aged_together or cfg.pace_aged_unpaced)
+    cfg = PacingConfig()
+    assert cfg.starve_after is None and cfg.starve_after_s is None
+    assert not (cfg.aged_always or cfg.aged_together)
 
 
 def test_overtaking_counts_later_prompts_admitted_first() -> None:
@@ -95,14 +95,16 @@ def test_an_overtaken_prompt_goes_first_in_shortest_order() -> None:
     assert paced_order([long_, short], 6.0, "shortest", None) == [short, long_]
     aged = frozenset({"1"})
     assert paced_order([long_, short], 6.0, "shortest", None, aged_ids=aged) == [long_, short]
-    assert AndesConfig().pace_overtake is None
+    assert AndesConfig().pacing is None
 
 
 def test_the_policy_puts_an_overtaken_prompt_first() -> None:
-    cfg = {"pace_prefills": 1.0, "pace_order": "shortest"}
     admitted: dict[int | None, list[str]] = {}
     for k in (None, 0):
-        policy = AndesPolicy(AndesConfig(**cfg, pace_overtake=k))
+        pacing = PacingConfig(
+            margin=1.0, order="shortest", between_solves=False, overtake=k, overtake_per_waiting=0
+        )
+        policy = AndesPolicy(AndesConfig(pacing=pacing))
         old, passer, short = prompt(1, 400, 0.0), prompt(2, 100, 1.0), prompt(3, 100, 2.0)
         policy.decide(replace(view([], 2.0), waiting=[old, passer], now=2.0))
         passer.status = Status.RUNNING  # started before the older, longer prompt

@@ -9,6 +9,7 @@ import pytest
 
 from kairos.andes.latency import LinearProfile
 from kairos.andes.policies.andes import AndesConfig
+from kairos.andes.policies.pacer import PacingConfig
 from kairos.andes.policies.pacing import buffered_slack, pace_admissions
 from kairos.andes.policy import SchedulerView
 from kairos.andes.request import Request, Status
@@ -84,6 +85,8 @@ def test_admissions_stop_before_the_prefill_the_buffers_cannot_absorb() -> None:
 
 
 def test_pacing_is_off_unless_asked() -> None:
-    assert AndesConfig().pace_prefills is None
+    assert AndesConfig().pacing is None
     with pytest.raises(ValueError):
-        AndesConfig(pace_prefills=0.0)
+        PacingConfig(margin=0.0)
+    with pytest.raises(ValueError):
+        AndesConfig(pacing={"margin": 0.0})

@@ -8,6 +8,8 @@ from __future__ import annotations
 import pytest
 
 from kairos.andes.experiments.point_settings import deep_merge
+from kairos.andes.policies.andes import AndesConfig
+from kairos.andes.policies.pacer import PacingConfig
 from kairos.cli_utils import SettingError, parse_assignments
 from kairos.experiments import get_experiment
 
@@ -22,6 +24,15 @@ def test_e8_keeps_its_poisson_arrivals_when_andes_settings_are_given() -> None:
     point = cfg.point  # type: ignore[attr-defined]
     assert point.arrival == "poisson"
     assert point.andes == {"horizon_s": 5.0}
+
+
+def test_a_pacing_setting_changes_only_what_it_names() -> None:
+    cfg = config("e8", 'point={"andes": {"pacing": {"margin": 0.7}}}')
+    point = cfg.point  # type: ignore[attr-defined]
+    assert point.arrival == "poisson" and point.andes == {"pacing": {"margin": 0.7}}
+    pacing = AndesConfig.model_validate(point.andes).pacing
+    assert pacing == PacingConfig().model_copy(update={"margin": 0.7})
+    assert AndesConfig.model_validate({"pacing": None}).pacing is None  # pacing off
 
 
 def test_e4_keeps_its_trace_and_only_the_named_keys_change() -> None:
@@ -43,6 +54,7 @@ def test_nested_dicts_merge_and_other_values_replace() -> None:
     [
         ('point={"arival": "poisson"}', ["'point.arival'", "arrival"]),
         ('point={"andes": {"horizn_s": 5}}', ["'horizn_s'", "horizon_s"]),
+        ('point={"andes": {"pacing": {"margn": 0.7}}}', ["'pacing.margn'", "margin", "overtake"]),
     ],
 )
 def test_an_unknown_key_is_an_error_naming_it(setting: str, named: list[str]) -> None:

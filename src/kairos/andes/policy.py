@@ -63,11 +63,6 @@ class Decision:
     and batch limits allow and, if `stop_at_first_misfit`, stops at the first that does not
     fit (FCFS head-of-line semantics). `victims`: the order in which to evict running
     requests if a decode step runs out of blocks (default: newest admitted first).
-    `prefill_chunks`: on prefill-only iterations, how many prompt tokens of which requests
-    (running, or admitted by this decision) to compute now; the rest wait, parked with their
-    KV, and an empty list makes this a decode iteration. None: every admitted prompt whole
-    (vLLM 0.6). Paced chunking (`policies/pacing.py`) uses it to keep prefill stalls within
-    the users' buffered text without holding a prompt back.
     """
 
     admit: list[Request] = field(default_factory=list)
@@ -76,7 +71,6 @@ class Decision:
     stop_at_first_misfit: bool = True
     victim_mode: PreemptMode = PreemptMode.RECOMPUTE  # swap falls back to recompute when full
     solved: bool = False  # the policy ran its optimiser for this decision (reported, not used)
-    prefill_chunks: list[tuple[Request, int]] | None = None
 
 
 class Policy(Protocol):

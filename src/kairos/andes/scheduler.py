@@ -247,14 +247,8 @@ class Scheduler:
         prefilling = [r for r in self.running if r.to_compute > 1 or r.generated == 0]
         decoding = [r for r in self.running if r.to_compute == 1 and r.generated > 0]
         if prefilling and not self.policy.chunked_prefill:
-            if decision.prefill_chunks is None or not decoding:
-                out.steps = [ScheduledStep(r, r.to_compute, True, r.computed) for r in prefilling]
-                return  # vLLM 0.6: a prefill iteration runs alone
-            paced = self._chunks(decision.prefill_chunks)
-            if paced:
-                out.steps = paced
-                return  # a paced prefill iteration: these chunks alone
-            # no chunk now: a decode iteration, the partly prefilled ones parked
+            out.steps = [ScheduledStep(r, r.to_compute, True, r.computed) for r in prefilling]
+            return  # vLLM 0.6: a prefill iteration runs alone
         victims = list(decision.victims) if decision.victims is not None else None
         scheduled: set[str] = set()
         steps: list[ScheduledStep] = []
@@ -276,19 +270,6 @@ class Scheduler:
                 budget -= n
                 steps.append(ScheduledStep(r, n, n == r.to_compute, r.computed))
         out.steps = steps
-
-    def _chunks(self, chunks: list[tuple[Request, int]]) -> list[ScheduledStep]:
-        """The policy's prefill chunks that can run: requests running (admitted) and still
-        prefilling, each at most its remaining tokens."""
-        steps: list[ScheduledStep] = []
-        for r, n in chunks:
-            if r.status is not Status.RUNNING or n < 1:
-                continue
-            if not (r.to_compute > 1 or r.generated == 0):
-                continue  # it is decoding: not a prefill
-            n = min(n, r.to_compute)
-            steps.append(ScheduledStep(r, n, n == r.to_compute, r.computed))
-        return steps
 
     def _make_room(
         self,

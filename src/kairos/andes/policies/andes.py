@@ -15,6 +15,9 @@ parameter so the ablation can switch it off:
 - `prefer_swap`: preempt by swap when copying the KV out and back is cheaper than a recompute;
 - `slack_cap`: at most (10th-percentile buffered slack / mean admission stall) preemptions;
 - `running_bonus`: hysteresis, running requests' priority is multiplied by (1 + bonus).
+
+Admissions are then paced (`pacing`, policies/pacer.py): a prefill starts only when the
+running users' buffered text covers it, shortest prompt first with bounded overtaking.
 """
 
 from __future__ import annotations
@@ -22,21 +25,17 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
 from kairos.andes.gain import serve_wait_gain
-from kairos.andes.policies.exact import solve_exact_all
+from kairos.andes.policies.dp_packing import dp_pack
 from kairos.andes.policies.greedy import Packing, batch_bounds, candidate_batches, greedy_pack
-from kairos.andes.policies.overtaking import OvertakeCount
-from kairos.andes.policies.pacing import (
-    pace_admissions,
-    paced_chunks,
-    paced_order,
-    with_aged,
-)
+from kairos.andes.policies.objectives import Objective, objective_value
+from kairos.andes.policies.pacer import Pacer, PacingConfig, pacing_setting
 from kairos.andes.policies.refiner import VictimCost, refine
 from kairos.andes.policies.scratch import Scratch
-from kairos.andes.policies.snapshot import Snapshot, take_snapshot
+from kairos.andes.policies.slack_cap import cap_by_slack
+from kairos.andes.policies.snapshot import take_snapshot
 from kairos.andes.policies.starvation import put_first, starved
 from kairos.andes.policy import (
     Decision,
@@ -46,8 +45,6 @@ from kairos.andes.policy import (
     newest_first,
 )
 from kairos.cli_utils import Settings
-
-Objective = Literal["average", "max_min", "perfect"]
 
 
 class AndesConfig(Settings):
@@ -82,30 +79,10 @@ class AndesConfig(Settings):
     starvation_per_solve: PositiveInt | None = 1  # how many starved go first per solve (None: all)
     starvation_vs_queue: float | None = Field(2.0, ge=0)  # ... and overdue > this x queue's mean
     starvation_boost: bool = False  # starved also rank first in the knapsack (makes room)
-    # start a prefill only if margin x its time fits every running user's buffered text
-    # (policies/pacing.py); None: off
-    pace_prefills: float | None = Field(None, gt=0)
-    # with pace_prefills: run what fits of a prefill as a chunk instead of holding all of it
-    pace_chunks: bool = False
-    pace_order: Literal["admission", "shortest", "hrrn"] = "admission"  # which prefill first
-    pace_min_chunk: PositiveInt = 256  # no chunk smaller (each pays the iteration's fixed cost)
-    # "shortest" order: a prompt waiting more than this many TTFT targets past due goes first
-    pace_starve_after: float | None = Field(None, ge=0)
-    # ... or waiting more than this many seconds (the same bound for every prompt length)
-    pace_starve_after_s: float | None = Field(None, ge=0)
-    pace_aged_always: bool = False  # overdue prompts join every admission, solved or not
-    pace_aged_together: bool = False  # once one overdue prompt fits, its overdue peers join it
-    pace_aged_unpaced: bool = False  # overdue prompts are not paced at all
-    # the compute-bound trigger counts decode time only (pacing bounds the prefill stalls)
-    pace_decode_trigger: bool = False
-    # with pace_prefills: between solves, admit (paced) instead of holding the queue
-    pace_between_solves: bool = False
-    pace_backfill: bool = False  # a prefill that fits may pass one that does not (not aged)
-    # a prompt is overdue once more than this many later prompts were admitted before it
-    # (bounded overtaking, policies/overtaking.py); None: off
-    pace_overtake: int | None = Field(None, ge=0)
-    # ... or more than this many x the prompts waiting, if larger (a burst's queue is long)
-    pace_overtake_per_waiting: float = Field(0.0, ge=0)
+    # buffer-paced admission (policies/pacer.py, policies/pacing.py); None: off
+    pacing: PacingConfig | None = None
+
+    _pacing = field_validator("pacing", mode="before")(pacing_setting)
 
 
 class AndesPolicy:
@@ -117,7 +94,8 @@ class AndesPolicy:
         self.solves = 0
         self._victims: list[str] = []
         self._scratch = Scratch()  # the solve's grids, reused (see scratch.py)
-        self._overtaken = OvertakeCount()
+        pacing = self.config.pacing
+        self._pacer = Pacer(pacing) if pacing is not None else None
 
     # -- when to solve -----------------------------------------------------------------
     def _triggered(self, view: SchedulerView) -> bool:
@@ -135,57 +113,14 @@ class AndesPolicy:
             head = view.waiting[0]
             stall = float(view.latency.prefill_time(head.to_compute, head.computed))
             predicted = max(predicted, stall)
-        if self.config.pace_prefills is not None and (
-            self.config.pace_chunks or self.config.pace_decode_trigger
-        ):
-            # paced chunks keep prefill stalls inside the buffers: compute-bound only when
-            # decoding itself is slower than the fastest reader
-            return float(view.latency.decode_time(len(view.running), ctx)) > 1.0 / s_max
         return max(predicted, view.token_interval_s) > 1.0 / s_max
 
     def decide(self, view: SchedulerView) -> Decision:
-        cfg = self.config
-        if cfg.pace_overtake is not None:
-            self._overtaken.observe(view.waiting)
+        if self._pacer is not None:
+            self._pacer.observe(view)
         decision = self._decide(view)
-        if cfg.pace_prefills is not None and cfg.pace_chunks:
-            decision.prefill_chunks = paced_chunks(
-                view,
-                decision.admit,
-                cfg.pace_prefills,
-                cfg.pace_order,
-                cfg.pace_min_chunk,
-                cfg.pace_starve_after,
-            )
-        elif cfg.pace_prefills is not None and (decision.admit or cfg.pace_aged_always):
-            after_s = cfg.pace_starve_after_s
-            aged: frozenset[str] = frozenset()
-            if cfg.pace_overtake is not None:
-                aged = self._overtaken.overdue(cfg.pace_overtake, cfg.pace_overtake_per_waiting)
-            if cfg.pace_aged_always:
-                decision.admit = with_aged(
-                    view, decision.admit, cfg.pace_starve_after, after_s, aged
-                )
-            admit = paced_order(
-                decision.admit,
-                view.now,
-                cfg.pace_order,
-                cfg.pace_starve_after,
-                view.latency,
-                after_s,
-                aged,
-            )
-            decision.admit = pace_admissions(
-                view,
-                admit,
-                cfg.pace_prefills,
-                cfg.pace_backfill,
-                cfg.pace_starve_after,
-                after_s,
-                cfg.pace_aged_together,
-                cfg.pace_aged_unpaced,
-                aged,
-            )
+        if self._pacer is not None:
+            decision.admit = self._pacer.admit(view, decision.admit)
         return decision
 
     def _decide(self, view: SchedulerView) -> Decision:
@@ -197,7 +132,8 @@ class AndesPolicy:
             victims = {r.request_id: r for r in view.running}
             order = [victims[i] for i in self._victims if i in victims]
             # held between solves, unless pacing admits (the buffers bound what it costs)
-            between = fcfs_order(view) if self.config.pace_between_solves else []
+            pacing = self.config.pacing
+            between = fcfs_order(view) if pacing is not None and pacing.between_solves else []
             return Decision(admit=between, victims=order or newest_first(view))
         self.solves += 1
         decision = self._solve(view)
@@ -234,7 +170,7 @@ class AndesPolicy:
             taus,
             out=(gain_grid, serve_grid),
         )
-        value = self._objective_value(snap, view.now, gain, q_serve, q_wait)
+        value = objective_value(cfg.objective, snap, view.now, gain, q_serve, q_wait)
         if cfg.divide_by_length:
             np.divide(value, snap.blocks[:, None], out=priority)
         else:
@@ -264,7 +200,7 @@ class AndesPolicy:
             reqs = snap.requests
             preempt = [i for i in preempt if view.now - reqs[i].admitted_at >= residency]
         if cfg.slack_cap and preempt and admit:
-            preempt = self._cap_by_slack(snap, view.now, preempt, admit)
+            preempt = cap_by_slack(snap, view.now, preempt, admit)
         if cfg.refiner:
             ref = refine(
                 snap.state,
@@ -307,25 +243,6 @@ class AndesPolicy:
             victim_mode=PreemptMode.SWAP if cfg.prefer_swap else PreemptMode.RECOMPUTE,
         )
 
-    def _objective_value(
-        self, snap: Snapshot, now: float, gain: np.ndarray, q_serve: np.ndarray, q_wait: np.ndarray
-    ) -> np.ndarray:
-        """Item values for the knapsack (appendix A's alternative objectives)."""
-        if self.config.objective == "average":
-            return gain
-        q_now = np.array([r.qoe.qoe_at(now) for r in snap.requests])
-        buffered = np.isnan(q_wait)  # wait == serve: the horizon is covered already
-        if self.config.objective == "max_min":
-            qw = np.where(buffered, q_now, q_wait)
-            value = np.maximum(q_now.min() - qw, 0.0)
-            return np.broadcast_to(value[:, None], gain.shape).copy()
-        perfect_now = q_now >= 1.0 - 1e-9
-        qs = np.where(np.isnan(q_serve), 1.0, q_serve)
-        qw = np.where(buffered, 1.0, q_wait)
-        serve_ok = (qs >= 1.0 - 1e-9).astype(float)
-        wait_ok = (qw >= 1.0 - 1e-9).astype(float)[:, None]
-        return (serve_ok - wait_ok) * perfect_now[:, None]
-
     def _pack(
         self,
         value: np.ndarray,
@@ -344,34 +261,7 @@ class AndesPolicy:
                 skip=self.config.on_misfit == "skip",
                 scratch=self._scratch,
             )
-        unit = max(1, -(-capacity // self.config.dp_memory_units))
-        q_len = -(-blocks // unit)  # round sizes up: the DP's choice always fits for real
-        q_cap = capacity // unit
-        # rounding shrinks what fits: only ask for batch sizes the quantised sizes allow
-        fits = int(np.searchsorted(np.cumsum(np.sort(q_len)), q_cap, side="right"))
-        feasible = [int(b) for b in batches if b <= fits] or ([fits] if fits > 0 else [])
-        if not feasible:
-            return Packing(0, np.zeros(len(blocks), dtype=bool), 0.0, np.zeros(len(batches)))
-        cols = [int(np.flatnonzero(batches == b)[0]) if b in batches else -1 for b in feasible]
-        gains = np.stack([value[:, c] if c >= 0 else value[:, -1] for c in cols], axis=1)
-        best = solve_exact_all(gains, q_len, q_cap, feasible)
-        if best is None:
-            return Packing(0, np.zeros(len(blocks), dtype=bool), 0.0, np.zeros(len(batches)))
-        b, mask, obj = best
-        return Packing(b, mask, obj, np.zeros(len(batches)))
-
-    def _cap_by_slack(
-        self, snap: Snapshot, now: float, preempt: list[int], admit: list[int]
-    ) -> list[int]:
-        """Preempting n requests stalls the rest for about n admissions' start delays; allow
-        only as many as the least-slack running users (10th percentile) can absorb."""
-        st = snap.state
-        run = np.flatnonzero(snap.running)
-        next_ideal = st.arrival[run] + st.ttft[run] + st.delivered[run] / st.speed[run]
-        slack = np.maximum(next_ideal + st.lag[run] - now, 0.0)
-        per_admission = float(np.mean(snap.start_delay[admit])) or 1e-3
-        cap = max(1, int(np.percentile(slack, 10) / per_admission)) if slack.size else len(preempt)
-        return preempt[:cap] if len(preempt) > cap else preempt
+        return dp_pack(value, blocks, capacity, batches, self.config.dp_memory_units)
 
 
 def lqsf_policy(config: AndesConfig | None = None) -> AndesPolicy:

@@ -1,7 +1,7 @@
 """Bounded overtaking: a prompt is overdue once more than `k` later prompts started first.
 
 Paced shortest-first (policies/pacing.py) needs an aging bound so long prompts do not
-starve. A bound in seconds (`pace_starve_after_s`) caps E4's longest wait, but under a
+starve. A bound in seconds (`PacingConfig.starve_after_s`) caps E4's longest wait, but under a
 burst (E2) every prompt waits past it, so the whole queue ages, the order turns into
 arrival order and shortest-first's gain is lost. Counting how many prompts that arrived
 after a prompt were admitted before it measures the unfairness itself, not the load: in a
