@@ -5,7 +5,8 @@
    5x P99 under Poisson arrivals, 5 seeds x 10,000 requests (2,000 with --quick): each
    system's finish rate with its 95% CI, its lowest application, the clairvoyant bound, and
    the per-seed paired difference Orloj minus each other system with its 95% CI; then Table
-   C.1's tight-SLO gain (Orloj / Clockwork at 1.5x P99, bursty) for b = 1e-3 and 1e-4.
+   C.1's tight-SLO gain (Orloj / Clockwork at 1.5x P99, bursty) for the default, the old
+   default (S, mean estimate) and b = 1e-4; then why finer sizes cost at 1.5x (granularity).
 
 1. Index micro-benchmark, as in §4.5.5: fill an empty index with n requests (average insertion
    time per request), then query it. Points are real score coordinates: requests of a
@@ -161,38 +162,32 @@ def decision_times(n: int, kind: str, iterations: int, seed: int = 1) -> dict[st
     }
 
 
-# Issue 19 must-show 2: relaxed SLOs under Poisson arrivals, Orloj as served now (b = 1e-3)
-# beside the paper's b = 1e-4, the shared-cost variant and the three baselines, 5 seeds each,
-# in batch-size settings. "paper": S = {1, 2, 4, 8, 16} for Orloj and Clockwork; Nexus plans
-# its b in S but runs up to b queued requests (any size), Clipper any size up to 16 (as the
-# paper ran them); "S for all": Nexus and Clipper too only batch sizes in S; "1-16 for all":
-# every system may batch any size up to 16 (the simulated g_k runs any k). The baselines' lead
-# at 4-5x in the paper setting is their finer batch sizes (issue 19). The two "q0.9" settings
-# run Orloj with the spec's quantile drop estimator (spec 3.6 leaves EstimateBatchLatency to
-# an ablation): at every size the mean estimator keeps members whose batch runs past their
-# deadline about half the time, and finer sizes make more such batches (docs/orloj.md,
-# "Why finer sizes cost Orloj at 1.5x"); "own sizes" gives Clockwork only its compiled S.
+# Issue 19 must-show 2: relaxed SLOs under Poisson arrivals, 5 seeds each, in three batch-size
+# settings. "default": each system at its own sizes (Orloj any size 1-16 with the quantile:0.9
+# drop estimate; Clockwork its compiled S = {1, 2, 4, 8, 16}; Nexus plans its b in S and runs up
+# to b queued requests, Clipper any size up to 16), beside Orloj's old default (S, mean
+# estimate), the paper's b = 1e-4 and the shared-cost variant; "S for all": every system only
+# sizes in S; "1-16 for all": every system any size up to 16 (the simulated g_k runs any k).
+OLD_DEFAULT: tuple[str, dict[str, Any]] = (
+    "orloj",
+    {"batch_sizes": SPEC_SIZES, "drop_estimator": "mean"},
+)
 RELAXED_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "orloj": ("orloj", {}),
+    "orloj old (S, mean)": OLD_DEFAULT,
     "orloj b=1e-4": ("orloj", {"b": 1e-4}),
     "orloj cost=mixture": ("orloj", {"cost_mean": "mixture"}),
     "clipper": ("clipper", {}),
     "nexus": ("nexus", {}),
     "clockwork": ("clockwork", {}),
 }
-Q90: tuple[str, dict[str, Any]] = ("orloj", {"drop_estimator": "quantile:0.9"})
 PARITY_VARIANTS = {
-    k: v for k, v in RELAXED_VARIANTS.items() if k in ("orloj", "nexus", "clockwork")
+    k: v for k, v in RELAXED_VARIANTS.items() if k in ("orloj", "clipper", "nexus", "clockwork")
 }
-Q90_VARIANTS = {
-    "orloj": Q90,
-    "orloj drop=mean": RELAXED_VARIANTS["orloj"],
-    **{k: RELAXED_VARIANTS[k] for k in ("clipper", "nexus", "clockwork")},
-}
-# setting -> (S for every system, the variants, labels that run other sizes)
-Setting = tuple[tuple[int, ...], dict[str, tuple[str, dict[str, Any]]], dict[str, tuple[int, ...]]]
+# setting -> (S for every system, or None: each its own; the variants)
+Setting = tuple[tuple[int, ...] | None, dict[str, tuple[str, dict[str, Any]]]]
 SETTINGS: dict[str, Setting] = {
-    "paper": (SPEC_SIZES, RELAXED_VARIANTS, {}),
+    "default": (None, RELAXED_VARIANTS),
     "S for all": (
         SPEC_SIZES,
         {
@@ -200,20 +195,15 @@ SETTINGS: dict[str, Setting] = {
             "nexus": ("nexus", {"fixed_sizes": True}),
             "clipper": ("clipper", {"fixed_sizes": True}),
         },
-        {},
     ),
-    "1-16 for all": (EVERY_SIZE, {**PARITY_VARIANTS, "clipper": ("clipper", {})}, {}),
-    "1-16 for all, q0.9": (EVERY_SIZE, Q90_VARIANTS, {}),
-    "own sizes, q0.9": (EVERY_SIZE, Q90_VARIANTS, {"clockwork": SPEC_SIZES}),
+    "1-16 for all": (EVERY_SIZE, PARITY_VARIANTS),
 }
-# (label, Orloj variant, Orloj's sizes, Clockwork's sizes) for Table C.1's 1.5x gain
+# (label, Orloj variant, Orloj's sizes, Clockwork's sizes; None: its own) for C.1's 1.5x gain
 GAINS = (
-    ("orloj", RELAXED_VARIANTS["orloj"], SPEC_SIZES, SPEC_SIZES),
-    ("orloj b=1e-4", RELAXED_VARIANTS["orloj b=1e-4"], SPEC_SIZES, SPEC_SIZES),
+    ("orloj", RELAXED_VARIANTS["orloj"], None, None),
+    ("orloj old (S, mean)", OLD_DEFAULT, None, None),
+    ("orloj b=1e-4", RELAXED_VARIANTS["orloj b=1e-4"], None, None),
     ("orloj", RELAXED_VARIANTS["orloj"], EVERY_SIZE, EVERY_SIZE),
-    ("orloj", RELAXED_VARIANTS["orloj"], EVERY_SIZE, SPEC_SIZES),
-    ("orloj q0.9", Q90, EVERY_SIZE, EVERY_SIZE),
-    ("orloj q0.9", Q90, EVERY_SIZE, SPEC_SIZES),
 )
 
 
@@ -223,8 +213,8 @@ def relaxed_slo(quick: bool, n: int | None = None) -> list[dict[str, Any]]:
     1.5x for each (Orloj variant, Orloj's sizes, Clockwork's sizes) in `GAINS`."""
     n = n or (2000 if quick else 10_000)
     rows = []
-    for setting, (sizes, variants, own) in SETTINGS.items():
-        found = relaxed_slo_rows(variants, n_requests=n, batch_sizes=sizes, sizes_for=own)
+    for setting, (sizes, variants) in SETTINGS.items():
+        found = relaxed_slo_rows(variants, n_requests=n, batch_sizes=sizes)
         rows += [{"case": "relaxed_slo", "setting": setting, **r} for r in found]
     for label, variant, sizes, clockwork in GAINS:
         gain = tight_slo_gain(variant, n_requests=n, batch_sizes=sizes, clockwork_sizes=clockwork)
@@ -233,11 +223,12 @@ def relaxed_slo(quick: bool, n: int | None = None) -> list[dict[str, Any]]:
 
 
 # Orloj at 1.5x P99 on Table C.1's workloads: why every size 1-16 finishes fewer than S
+MEAN, Q90 = {"drop_estimator": "mean"}, {"drop_estimator": "quantile:0.9"}
 GRANULARITY: dict[str, tuple[dict[str, Any], tuple[int, ...]]] = {
-    "S, mean": ({}, SPEC_SIZES),
-    "1-16, mean": ({}, EVERY_SIZE),
-    "S, quantile:0.9": (Q90[1], SPEC_SIZES),
-    "1-16, quantile:0.9": (Q90[1], EVERY_SIZE),
+    "S, mean (old default)": (MEAN, SPEC_SIZES),
+    "1-16, mean": (MEAN, EVERY_SIZE),
+    "S, quantile:0.9": (Q90, SPEC_SIZES),
+    "1-16, quantile:0.9 (default)": (Q90, EVERY_SIZE),
 }
 
 

@@ -1,15 +1,16 @@
 """Issue 19: what making "Orloj at every batch size 1-16 with the quantile:0.9 drop estimate"
-the default would change in every finish-rate table the docs report (C.1, C.2, C.3, C.4-C.7).
+the default changed in every finish-rate table the docs report (C.1, C.2, C.3, C.4-C.7).
 
-Why a separate script: the tables' CLI gives every system the same batch sizes, while the
-candidate changes Orloj's alone (Clockwork keeps its compiled S, Clipper and Nexus batch any
-size, as in the paper's setting). Each table runs its quick workloads and SLOs on identical
-recordings per seed for five labels: the three baselines, Orloj as now (S, mean estimate)
-and the candidate. Per (table, arrivals, SLO) it reports, each averaged over the workloads
-per seed and then paired over the seeds with a 95% CI: candidate minus current Orloj, Orloj
+It is the default now; this script keeps the comparison with the OLD default, named
+explicitly (Orloj at Clockwork's S = {1, 2, 4, 8, 16} with the mean drop estimate), every
+other system at its own sizes in both (Clockwork S, Clipper and Nexus any size up to 16).
+Each table runs its quick workloads and SLOs on identical recordings per seed for five
+labels: the three baselines, the old default and the default ("now"/"cand" in the JSON, "old"/"new"
+in the printout). Per (table, arrivals, SLO) it reports, each averaged over the
+workloads per seed and then paired over the seeds with a 95% CI: default minus old, Orloj
 minus the best baseline (the baseline with the highest mean) under each setting, and Orloj /
 Clockwork under each (geometric mean of the per-seed ratios). Per workload cell it counts
-where the candidate wins, ties or loses against the current default (CI excluding 0).
+where the default wins, ties or loses against the old one (CI excluding 0).
 
     nice -n 10 .venv/bin/python -m benchmarks.orloj_candidate_default -j 2
 """
@@ -33,16 +34,13 @@ from kairos.report.stats import mean_ci, paired_ratio
 
 TABLES = {"C.1": "bimodal", "C.2": "modality", "C.3": "static", "C.4-C.7": "realworld"}
 BASELINES = ("clipper", "nexus", "clockwork")
-EVERY_SIZE = tuple(range(1, 17))
-CANDIDATE = "orloj-1-16-q0.9"
+SPEC_SIZES = (1, 2, 4, 8, 16)
+CANDIDATE = "orloj"  # the default: every size 1-16, quantile:0.9
+OLD = "orloj-S-mean"  # the default before issue 19, named explicitly
 LABELS: dict[str, dict[str, Any]] = {
     **{b: {"system": b} for b in BASELINES},
-    "orloj": {"system": "orloj"},
-    CANDIDATE: {
-        "system": "orloj",
-        "batch_sizes": EVERY_SIZE,
-        "options": {"drop_estimator": "quantile:0.9"},
-    },
+    OLD: {"system": "orloj", "options": {"batch_sizes": SPEC_SIZES, "drop_estimator": "mean"}},
+    CANDIDATE: {"system": "orloj"},
 }
 
 
@@ -90,21 +88,21 @@ def run_table(
         best = max(BASELINES, key=lambda b: float(avg[b].mean()))
         row: dict[str, Any] = {"table": table, "arrivals": arrival, "slo": m, "best": best}
         row |= {lab: float(avg[lab].mean()) for lab in LABELS}
-        row["cand_minus_now"] = _ci(avg[CANDIDATE] - avg["orloj"])
-        for tag, lab in (("now", "orloj"), ("cand", CANDIDATE)):
+        row["cand_minus_now"] = _ci(avg[CANDIDATE] - avg[OLD])
+        for tag, lab in (("now", OLD), ("cand", CANDIDATE)):
             row[f"{tag}_minus_best"] = _ci(avg[lab] - avg[best])
             r = paired_ratio(avg[lab], avg["clockwork"])
             row[f"{tag}_over_clockwork"] = (r.geo_mean, r.lo, r.hi)
         rows.append(row)
         for w in workloads:
-            d = _ci(fin[(w, m, CANDIDATE)] - fin[(w, m, "orloj")])
+            d = _ci(fin[(w, m, CANDIDATE)] - fin[(w, m, OLD)])
             below = {  # baselines each Orloj setting is below, CI excluding 0
                 tag: [
                     b
                     for b in BASELINES
                     if _verdict(*_ci(fin[(w, m, lab)] - fin[(w, m, b)])) == "lose"
                 ]
-                for tag, lab in (("now", "orloj"), ("cand", CANDIDATE))
+                for tag, lab in (("now", OLD), ("cand", CANDIDATE))
             }
             per_cell.append(
                 {
@@ -160,27 +158,27 @@ def main() -> None:
             "table": r["table"],
             "arr": r["arrivals"],
             "slo": r["slo"],
-            "now": f"{r['orloj']:.3f}",
-            "cand": f"{r[CANDIDATE]:.3f}",
-            "cand-now": _fmt(r["cand_minus_now"]),
+            "old": f"{r[OLD]:.3f}",
+            "new": f"{r[CANDIDATE]:.3f}",
+            "new-old": _fmt(r["cand_minus_now"]),
             "best": r["best"],
-            "now-best": _fmt(r["now_minus_best"]),
-            "cand-best": _fmt(r["cand_minus_best"]),
-            "now/cw": _fmt(r["now_over_clockwork"]),
-            "cand/cw": _fmt(r["cand_over_clockwork"]),
+            "old-best": _fmt(r["now_minus_best"]),
+            "new-best": _fmt(r["cand_minus_best"]),
+            "old/cw": _fmt(r["now_over_clockwork"]),
+            "new/cw": _fmt(r["cand_over_clockwork"]),
         }
         for t in out
         for r in t["rows"]
     ]
-    print_table(shown, title=f"candidate default, {len(seeds)} seeds, averages over workloads")
+    print_table(shown, title=f"default vs old default, {len(seeds)} seeds, averages over workloads")
     cells = [c for t in out for c in t["cells"]]
     counts = {v: sum(c["verdict"] == v for c in cells) for v in ("win", "tie", "lose")}
-    print(f"per workload cell, candidate vs now: {counts} of {len(cells)}")
+    print(f"per workload cell, default vs old default (S, mean): {counts} of {len(cells)}")
     for c in cells:
         if c["verdict"] != "tie" or c["below_now"] != c["below_cand"]:
             print(
                 f"  {c['table']} {c['arrivals']} {c['workload']} {c['slo']}x: {c['verdict']} "
-                f"{_fmt(c['diff'])}; below (now) {c['below_now']} (cand) {c['below_cand']}"
+                f"{_fmt(c['diff'])}; below (old) {c['below_now']} (new) {c['below_cand']}"
             )
 
 

@@ -2,8 +2,10 @@
 
 The heavy, 5-seed version with paired CIs against every baseline is
 `python -m benchmarks --only bench_orloj`; this checks the mechanism on one seed: with the
-paper's b = 1e-4 the longest application of three-modal is the one left behind, and with the
-default b = 1e-3 every application finishes at least 0.95 at 5x P99."""
+paper's b = 1e-4 the longest application of three-modal is the one left behind (at Clockwork's
+sizes S with the mean drop estimate, the setting the starvation was found in), b = 1e-3 lifts
+it there, and the default (b = 1e-3, sizes 1-16, quantile:0.9) finishes every application at
+least 0.95 at 5x P99."""
 
 from __future__ import annotations
 
@@ -12,9 +14,12 @@ from typing import Any
 from kairos.orloj.config import OrlojConfig
 from kairos.orloj.experiments.point import SimPoint, run_point
 
+S = (1, 2, 4, 8, 16)
 
-def _by_app(**options: Any) -> dict[str, float]:
+
+def _by_app(sizes: tuple[int, ...] | None, **options: Any) -> dict[str, float]:
     point = SimPoint(
+        batch_sizes=sizes,
         workload="three-modal",
         slo_mult=5.0,
         system="orloj",
@@ -28,12 +33,14 @@ def _by_app(**options: Any) -> dict[str, float]:
 
 def test_the_longest_app_is_not_starved_at_relaxed_slos_under_poisson() -> None:
     assert OrlojConfig().b == 1e-3 and OrlojConfig().cost_mean == "app"
-    paper = _by_app(b=1e-4)
-    served = _by_app()
-    print(f"\nb=1e-4: {paper}\nb=1e-3: {served}")
+    paper = _by_app(S, b=1e-4, drop_estimator="mean")
+    fixed = _by_app(S, drop_estimator="mean")
+    served = _by_app(None)
+    print(f"\nS, mean, b=1e-4: {paper}\nS, mean, b=1e-3: {fixed}\ndefault: {served}")
     # the paper's b: the long mode (mode2) trails the short ones clearly
     assert min(paper, key=paper.__getitem__) == "mode2"
     assert paper["mode2"] <= min(paper["mode0"], paper["mode1"]) - 0.04
-    # the default: every application at least 0.95, the long one no longer left behind
-    assert min(served.values()) >= 0.95, served
-    assert served["mode2"] >= paper["mode2"] + 0.03
+    # b = 1e-3: the long one no longer left behind, every application at least 0.95
+    assert min(fixed.values()) >= 0.95, fixed
+    assert fixed["mode2"] >= paper["mode2"] + 0.03
+    assert min(served.values()) >= 0.95, served  # and so under the default

@@ -26,7 +26,11 @@ def offline(seed: int = 0, n: int = 400) -> dict[str, list[float]]:
 
 
 def policy(**options: Any) -> OrlojPolicy:
-    return OrlojPolicy(OrlojConfig(**options), profile=offline())
+    """The unit tests below hand-check Algorithm 4.1's steps on S = {1, 2, 4, 8, 16} with the
+    mean drop estimate (the defaults before issue 19), so they pin both; the default's own
+    sizes and estimator are checked in test_default_sizes.py."""
+    base: dict[str, Any] = {"batch_sizes": (1, 2, 4, 8, 16), "drop_estimator": "mean"}
+    return OrlojPolicy(OrlojConfig(**(base | options)), profile=offline())
 
 
 def request(rid: int, app: str, t: float, slo: float, solo: float = 10.0, **kw: Any) -> Request:
@@ -288,7 +292,7 @@ def test_profile_snapshots_rebuild_tables_and_rescore_pending_requests() -> None
     pol.check_invariants()
     assert pol.queue_ids(16) == set(range(10))  # cheaper estimates widened the viable sets
     batch, _ = pol.next_batch(10.0)
-    assert batch is not None and batch.size == 8
+    assert batch is not None and batch.size == 10  # every pending one (default sizes 1-16)
 
 
 def test_pooled_ablation_ignores_app_tags() -> None:

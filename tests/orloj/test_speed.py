@@ -78,7 +78,13 @@ def test_a_scaled_model_scales_every_batch_time(factor: float, k: int, solo: flo
 def _orloj(window: int, **options: float) -> OrlojPolicy:
     rng = np.random.default_rng(0)
     profile = {a: rng.uniform(lo, hi, 300).tolist() for a, (lo, hi) in APPS.items()}
-    return OrlojPolicy(profile=profile, speed_window=window, speed_tolerance=0.05, **options)
+    return OrlojPolicy(  # the expected drop estimates below are E[L_B]: the mean estimator
+        profile=profile,
+        speed_window=window,
+        speed_tolerance=0.05,
+        drop_estimator="mean",
+        **options,
+    )
 
 
 def _serve(pol: OrlojPolicy, rounds: int, slowdown: float) -> None:

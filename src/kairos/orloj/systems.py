@@ -5,6 +5,11 @@ Experiments, tests and the CLI refer to systems by name (`orloj`, `clockwork`, `
 model g_k (each system profiles it offline), the supported batch sizes, the SLO, and the
 expected arrival rate (Nexus plans from it). Solo-latency knowledge arrives through
 `on_profile` (the simulator's warm start), never from the recording itself.
+
+Batch sizes: each system runs the sizes it really supports (`NATIVE_SIZES`) unless the caller
+gives one S for all. Clockwork runs one compiled model per size, S = {1, 2, 4, 8, 16}; Orloj
+any size 1-16 (issue 19); Clipper and Nexus take S's maximum (Clipper's AIMD batches any size
+up to it; Nexus plans in S and runs up to its plan's b queued requests), as in the paper.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kairos.orloj.batchdist import BatchLatencyModel
+from kairos.orloj.config import ORLOJ_SIZES
 from kairos.orloj.policies import (
     ClipperPolicy,
     ClockworkPolicy,
@@ -29,6 +35,20 @@ EXTRA_SYSTEMS = ("clipper-drop", "edf", "timeout")
 SYSTEM_NAMES = PAPER_SYSTEMS + EXTRA_SYSTEMS
 
 Builder = Callable[..., BatchPolicy]
+# the batch sizes each system runs when no S is given (a plug-in: DEFAULT_BATCH_SIZES)
+NATIVE_SIZES: dict[str, tuple[int, ...]] = {
+    "orloj": ORLOJ_SIZES,
+    **{name: DEFAULT_BATCH_SIZES for name in SYSTEM_NAMES if name != "orloj"},
+}
+
+
+def native_sizes(name: str, model: BatchLatencyModel | None = None) -> tuple[int, ...]:
+    """The sizes `name` runs by default; with a calibrated table (the real server's g_k)
+    only those it has a row for, so no system is handed a size whose time is unknown."""
+    sizes = NATIVE_SIZES.get(name, DEFAULT_BATCH_SIZES)
+    if model is not None and model.table is not None:
+        sizes = tuple(k for k in sizes if k in model.table)
+    return sizes
 
 
 def _orloj(
@@ -102,16 +122,23 @@ def make_system(
     model: BatchLatencyModel,
     slo_ms: float,
     rate_per_ms: float | None = None,
-    sizes: Sequence[int] = DEFAULT_BATCH_SIZES,
+    sizes: Sequence[int] | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> BatchPolicy:
-    """A fresh policy object; `options` are the system's own keyword arguments."""
+    """A fresh policy object; `options` are the system's own keyword arguments.
+
+    `sizes` is S for this system; None: a `batch_sizes` option if given, else the system's
+    own (`native_sizes`)."""
+    opts = dict(options or {})
+    if sizes is None:
+        given = opts.pop("batch_sizes", None)
+        sizes = tuple(given) if given is not None else native_sizes(name, model)
     try:
         builder = POLICIES.get("orloj", name)
     except UnknownName as exc:
         raise ValueError(f"unknown system {name!r}; choose from {', '.join(exc.known)}") from None
     try:
-        policy: BatchPolicy = builder(model, slo_ms, rate_per_ms, sizes, **dict(options or {}))
+        policy: BatchPolicy = builder(model, slo_ms, rate_per_ms, sizes, **opts)
         return policy
     except TypeError as exc:
         raise ValueError(f"bad options for {name}: {exc}") from None

@@ -7,7 +7,8 @@ recording per seed, and each cell reports the mean finish rate with its 95% CI o
 the lowest application's finish rate, the clairvoyant relaxation bound (`kairos.orloj.bound`),
 and, per baseline, the per-seed paired difference Orloj minus baseline with its 95% CI. Beside
 it, the tight-SLO gain (Table C.1's workloads at 1.5x P99, bursty): the per-seed ratio of
-Orloj's to Clockwork's finish rate averaged over the workloads, with its CI.
+Orloj's to Clockwork's finish rate averaged over the workloads, with its CI. Batch sizes
+default to each system's own (`systems.NATIVE_SIZES`); `batch_sizes` gives one S to all.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from kairos.orloj.bound import relaxation_bound
 from kairos.orloj.experiments.point import SimPoint, point_recording, run_point
+from kairos.orloj.systems import native_sizes
 from kairos.orloj.workloads import get_workload
 from kairos.report.stats import mean_ci, paired_ratio
 
@@ -35,6 +37,19 @@ EVERY_SIZE = tuple(range(1, 17))
 def size_label(sizes: Sequence[int]) -> str:
     """`1-16` for every size up to 16, else the list."""
     return "1-16" if tuple(sizes) == EVERY_SIZE else str(list(sizes))
+
+
+def ran_sizes(variant: Variant, sizes: Sequence[int] | None) -> tuple[int, ...]:
+    """The sizes a variant really runs: `sizes` if given, else its `batch_sizes` option,
+    else its system's own (what `make_system` resolves)."""
+    if sizes is not None:
+        return tuple(sizes)
+    given = variant[1].get("batch_sizes")
+    return tuple(given) if given is not None else native_sizes(variant[0])
+
+
+def _given(sizes: Sequence[int] | None) -> tuple[int, ...] | None:
+    return None if sizes is None else tuple(sizes)
 
 
 def _run(p: SimPoint) -> dict[str, Any]:
@@ -61,7 +76,7 @@ def relaxed_slo_rows(
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     n_requests: int = 5000,
     arrival: str = "poisson",
-    batch_sizes: Sequence[int] = SPEC_SIZES,
+    batch_sizes: Sequence[int] | None = None,
     ours: str = "orloj",
     with_bound: bool = True,
     jobs: int | None = None,
@@ -71,9 +86,9 @@ def relaxed_slo_rows(
     bound, and (for each label but `ours`) the paired difference `ours` − label ± CI.
 
     `batch_sizes` is S for every system (Clipper's AIMD takes any size up to max(S)) unless
-    `sizes_for` gives a label its own: each system at the sizes it really supports."""
+    `sizes_for` gives a label its own; None (default): each system's own sizes."""
     own = dict(sizes_for or {})
-    sizes = {label: tuple(own.get(label, batch_sizes)) for label in variants}
+    sizes = {label: _given(own.get(label, batch_sizes)) for label in variants}
     cells = [(w, m, label) for w in workloads for m in slo_mults for label in variants]
     points = {
         (w, m, label, s): SimPoint(
@@ -109,7 +124,7 @@ def relaxed_slo_rows(
             "slo_mult": m,
             "system": label,
             "seeds": len(seeds),
-            "sizes": size_label(sizes[label]),
+            "sizes": size_label(ran_sizes(variants[label], sizes[label])),
             "finish_rate": mean,
             "finish_rate_ci95": ci,
             "lowest_app": min(by_app, key=by_app.__getitem__),
@@ -132,15 +147,15 @@ def tight_slo_gain(
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     n_requests: int = 5000,
     arrival: str = "bursty",
-    batch_sizes: Sequence[int] = SPEC_SIZES,
+    batch_sizes: Sequence[int] | None = None,
     jobs: int | None = None,
     clockwork_sizes: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """Orloj / Clockwork at `slo_mult` as Table C.1 reports it (finish rates averaged over the
-    workloads), per seed, with the paired geometric-mean ratio and its 95% CI. Clockwork runs
-    `clockwork_sizes` when given (its compiled S beside an Orloj at every size), else S."""
+    workloads), per seed, with the paired geometric-mean ratio and its 95% CI. Orloj runs
+    `batch_sizes` and Clockwork `clockwork_sizes`, each its own sizes when None."""
     systems: dict[str, Variant] = {"orloj": ours, "clockwork": ("clockwork", {})}
-    sizes = {"orloj": tuple(batch_sizes), "clockwork": tuple(clockwork_sizes or batch_sizes)}
+    sizes = {"orloj": _given(batch_sizes), "clockwork": _given(clockwork_sizes)}
     points = {
         (label, w, s): SimPoint(
             workload=w,
@@ -170,8 +185,8 @@ def tight_slo_gain(
         "slo_mult": slo_mult,
         "workloads": len(workloads),
         "seeds": len(seeds),
-        "sizes": size_label(sizes["orloj"]),
-        "clockwork_sizes": size_label(sizes["clockwork"]),
+        "sizes": size_label(ran_sizes(ours, sizes["orloj"])),
+        "clockwork_sizes": size_label(ran_sizes(systems["clockwork"], sizes["clockwork"])),
         "orloj": float(np.mean(avg["orloj"])),
         "clockwork": float(np.mean(avg["clockwork"])),
         **ratio.columns("orloj_over_clockwork"),

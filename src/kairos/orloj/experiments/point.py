@@ -21,7 +21,7 @@ from kairos.orloj.bound import relaxation_bound
 from kairos.orloj.policy import BatchPolicy
 from kairos.orloj.recording import Recording, record
 from kairos.orloj.simulator import SimConfig, simulate
-from kairos.orloj.systems import make_system
+from kairos.orloj.systems import NATIVE_SIZES, make_system
 from kairos.orloj.workloads import get_workload
 from kairos.sim import RngStreams
 
@@ -43,7 +43,9 @@ class SimPoint(BaseModel):
     arrival: ArrivalKind = "bursty"
     trace_path: str | None = None  # Azure Functions CSV or the Azure LLM trace, when used
     burst_sigma: float = Field(0.5, ge=0)
-    batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16)
+    # None: each system its own sizes (`systems.NATIVE_SIZES`: Orloj 1-16, Clockwork
+    # {1, 2, 4, 8, 16}, Clipper and Nexus up to 16); a tuple: that S for every system
+    batch_sizes: tuple[int, ...] | None = None
     batch_model: BatchLatencyModel = BatchLatencyModel()
     noise_sigma: float = Field(0.0, ge=0)
     profile_sample_rate: float = Field(0.1, ge=0, le=1)
@@ -102,6 +104,13 @@ def point_policy(p: SimPoint, slo_ms: float, rate_per_ms: float) -> BatchPolicy:
     )
 
 
+def max_batch_size(p: SimPoint) -> int:
+    """The largest batch any system of the point may run: what the bound may batch too."""
+    if p.batch_sizes is not None:
+        return max(p.batch_sizes)
+    return max(max(sizes) for sizes in NATIVE_SIZES.values())
+
+
 BOUND = "bound"  # the pseudo-system whose finish rate is the clairvoyant bound
 
 
@@ -113,7 +122,7 @@ def run_point(p: SimPoint) -> dict[str, Any]:
     if p.system == BOUND:  # what any scheduler could finish on this recording (bound.py)
         model = p.batch_model.scaled(p.slowdown)
         served = relaxation_bound(
-            rec.arrival_ms, rec.arrival_ms + slo, rec.solo_ms, model, max(p.batch_sizes)
+            rec.arrival_ms, rec.arrival_ms + slo, rec.solo_ms, model, max_batch_size(p)
         )
         n = len(rec.solo_ms)
         unknown = ("goodput_rps", "mean_batch_size", "timed_out", "late", "rejected")

@@ -145,7 +145,8 @@ def scale_down(cfg: ScaleDownConfig, ctx: ExperimentContext) -> list[dict[str, A
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "default": {},
-    "drop=quantile:0.9": {"drop_estimator": "quantile:0.9"},
+    "drop=mean": {"drop_estimator": "mean"},  # the spec's default, ours before issue 19
+    "sizes=S": {"batch_sizes": (1, 2, 4, 8, 16)},  # Clockwork's compiled sizes only
     "drop=min": {"drop_estimator": "min"},
     "dist=mixture": {"batch_dist_mode": "mixture"},
     "dist=cyclic": {"batch_dist_mode": "cyclic"},

@@ -35,7 +35,12 @@ AppsOpt = Annotated[
 ]
 
 
+MEASURED_SIZES = (1, 2, 4, 8, 16)  # what calibration times; `complete_table` fills the rest
+
+
 def _sizes(text: str) -> tuple[int, ...]:
+    if not text.strip():
+        return MEASURED_SIZES
     try:
         return tuple(int(s) for s in text.split(","))
     except ValueError:
@@ -118,7 +123,9 @@ def register(group: typer.Typer) -> None:
         ),
         model_option: Opts = None,
         device: str = "cpu",
-        sizes: str = "1,2,4,8,16",
+        sizes: Annotated[
+            str, typer.Option(help="Batch sizes to time; g_k is interpolated up to the largest")
+        ] = "1,2,4,8,16",
         quick: bool = False,
     ) -> None:
         """Measure solo latencies per input class and fit the batch-latency model g_k."""
@@ -151,7 +158,14 @@ def register(group: typer.Typer) -> None:
         ] = None,
         slo_mult: Annotated[float, typer.Option(help="Else: this x the apps' P99")] = 3.0,
         rate_rps: Annotated[float | None, typer.Option(help="Expected load (Nexus)")] = None,
-        sizes: str = "1,2,4,8,16",
+        sizes: Annotated[
+            str,
+            typer.Option(
+                help="Batch sizes for the policy (and the calibration grid), e.g. 1,2,4,8,16;"
+                " default: each policy its own (Orloj 1-16, Clockwork 1,2,4,8,16), timed at"
+                " 1,2,4,8,16 and linearly interpolated in between"
+            ),
+        ] = "",
         sample_rate: Annotated[float, typer.Option(help="Profiler re-run share")] = 0.1,
         worker: Annotated[str, typer.Option(help="process or thread")] = "process",
         threads: Annotated[int, typer.Option(help="torch threads in the worker")] = 1,
@@ -180,7 +194,8 @@ def register(group: typer.Typer) -> None:
         from kairos.orloj.systems import make_system
         from kairos.runtime.http import serve
 
-        size_list = _sizes(sizes)
+        size_list = _sizes(sizes)  # measured at calibration (and warmed up)
+        policy_sizes = size_list if sizes.strip() else None  # None: the policy's own
         if worker not in ("process", "thread"):
             raise typer.BadParameter("--worker must be process or thread")
         if nice is not None:
@@ -212,7 +227,7 @@ def register(group: typer.Typer) -> None:
                 policy,
                 model=cal.batch_model,
                 slo_ms=slo,
-                sizes=size_list,
+                sizes=policy_sizes,
                 rate_per_ms=rate_rps / 1e3 if rate_rps else None,
                 options=served_options(policy, parse_assignments(policy_option, "--policy-option")),
             )
@@ -232,10 +247,12 @@ def register(group: typer.Typer) -> None:
             restart_window_s=restart_window_s,
         )
         check = cal.check()
-        info = {"calibration": check, "nominal_slo_ms": slo}
+        ran = getattr(pol, "sizes", None)  # Clipper's AIMD has a cap, not a list
+        info = {"calibration": check, "nominal_slo_ms": slo, "batch_sizes": ran}
         console.print(
             f"{policy} on {served.kind}: apps {dict(app_map)}; nominal SLO {slo:.1f} "
-            f"ms; g_k within 10% on {check['within_tolerance']:.0%} of the grid"
+            f"ms; batch sizes {list(ran) if ran is not None else 'any up to its cap'}; "
+            f"g_k within 10% on {check['within_tolerance']:.0%} of the grid"
         )
         try:
             serve(create_app(dispatcher, app_map, settings, info), settings)
@@ -277,7 +294,7 @@ def register(group: typer.Typer) -> None:
         from kairos.report import print_table, write_result
 
         served, cal, app_map = _setup(
-            model, model_option, "cpu", calibration, apps, False, (1, 2, 4, 8, 16), must_exist=True
+            model, model_option, "cpu", calibration, apps, False, MEASURED_SIZES, must_exist=True
         )
         slo = slo_ms or slo_mult * _p99(cal, app_map)
         rate = rate_rps or load * cal.capacity_per_s(app_map, 16)
