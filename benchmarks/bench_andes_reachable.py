@@ -9,11 +9,12 @@ prompt first. If one of them reaches average QoE 0.95, the must-show's 0.95 is n
 by the regime itself. Seeds draw reading speeds (the trace is the same), so the paired CIs
 say how much a result depends on who reads.
 
-It also runs Andes itself with paced admission in the orders docs/andes.md compares
-(`ANDES_PACED`), each paired with FCFS seed by seed (ratios of average QoE, mean and max
-TTFT, TDS and the longest-prompt decile's QoE, with 95% CIs; the share at QoE >= 0.95 as a
-difference), and names the ones that meet every part of issue 17's must-show 2, and those
-that also keep max TTFT within 2x FCFS's (must-show 3).
+It also runs Andes itself: as shipped ("andes", paced by default since issue 17), without
+pacing ("andes-unpaced", the paper's), and with paced admission in the orders and aging
+rules docs/andes.md compares (`ANDES_PACED`), each paired with FCFS seed by seed (ratios of
+average QoE, mean and max TTFT, TDS and the longest-prompt decile's QoE, with 95% CIs; the
+share at QoE >= 0.95 as a difference), and names the ones that meet every part of issue
+17's must-show 2, and those that also keep max TTFT within 2x FCFS's (must-show 3).
 
     .venv/bin/python -m benchmarks.bench_andes_reachable [--seeds 0,1,2] [--quick]
 """

@@ -101,7 +101,8 @@ def _queue() -> Scheduler:
 
 
 def test_a_starved_long_prompt_goes_first_with_the_rule_on() -> None:
-    base = AndesConfig(selective_trigger=False, solve_every=1)
+    # the knapsack's rule alone: paced shortest-first would reorder the admissions
+    base = AndesConfig(selective_trigger=False, solve_every=1, pacing=None)
     on = AndesPolicy(base).decide(_queue().view(4.0))
     off = AndesPolicy(base.model_copy(update={"starvation_after": None})).decide(_queue().view(4.0))
     assert on.admit[0].request_id == "long"
@@ -123,7 +124,8 @@ def test_a_starved_prompt_that_does_not_fit_is_forced_only_with_the_boost() -> N
             sched.add_request(Request(r.request_id, r.arrival, r.prompt_len, 100, r.ttft_s, 5.0))
         return sched
 
-    base = AndesConfig(selective_trigger=False, solve_every=1)
+    # the knapsack's rule alone: paced shortest-first would reorder the admissions
+    base = AndesConfig(selective_trigger=False, solve_every=1, pacing=None)
     plain = AndesPolicy(base).decide(queue().view(4.0))
     boosted = AndesPolicy(base.model_copy(update={"starvation_boost": True}))
     forced = boosted.decide(queue().view(4.0))

@@ -95,7 +95,8 @@ def test_an_overtaken_prompt_goes_first_in_shortest_order() -> None:
     assert paced_order([long_, short], 6.0, "shortest", None) == [short, long_]
     aged = frozenset({"1"})
     assert paced_order([long_, short], 6.0, "shortest", None, aged_ids=aged) == [long_, short]
-    assert AndesConfig().pacing is None
+    default = AndesConfig().pacing
+    assert default is not None and default.overtake == 22  # the default's aging rule
 
 
 def test_the_policy_puts_an_overtaken_prompt_first() -> None:

@@ -54,16 +54,27 @@ def test_between_solves_pacing_admits_instead_of_holding() -> None:
 
 
 def test_the_ablation_removes_each_guard_from_the_andes_given() -> None:
-    from kairos.andes.experiments.bursts import GUARDS, ablation_variants
+    from kairos.andes.experiments.variants import GUARDS, ablation_variants
 
     paced = {"margin": 0.65}
     given = {"pacing": paced, "solve_every": 5}
     v = ablation_variants(given)
     assert v["without anti_starvation"]["andes"] == given | {"starvation_after": None}
     assert v["without solve_every"]["andes"] == {"pacing": paced, "solve_every": 1}
-    assert v["literal (no guards)"]["andes"]["pacing"] == paced
+    assert v["literal (no guards)"]["andes"]["pacing"] == paced | {"overtake": None}
     assert all(v[f"without {g}"]["andes"]["pacing"] == paced for g in GUARDS)
     assert ablation_variants({})["without prefer_swap"]["andes"] == {"prefer_swap": False}
+    # pacing (the default's, or a paced one given): its own anti-starvation rule, both rules
+    # off together, and pacing off are rows too
+    no_rules = given | {"starvation_after": None, "pacing": {"margin": 0.65, "overtake": None}}
+    assert v["without overtaking"]["andes"] == given | {"pacing": paced | {"overtake": None}}
+    assert v["without both anti-starvation rules"]["andes"] == no_rules
+    assert v["without pacing"]["andes"] == given | {"pacing": None}
+    assert ablation_variants({})["without overtaking"]["andes"] == {"pacing": {"overtake": None}}
+    assert v["literal (no guards)"]["andes"]["starvation_after"] is None
+    unpaced = ablation_variants({"pacing": None})  # no pacing rows, and none turned back on
+    assert "without pacing" not in unpaced and "without overtaking" not in unpaced
+    assert unpaced["literal (no guards)"]["andes"]["pacing"] is None
 
 
 class _Captured(Exception):

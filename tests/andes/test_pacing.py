@@ -84,8 +84,13 @@ def test_admissions_stop_before_the_prefill_the_buffers_cannot_absorb() -> None:
     assert pace_admissions(view([], 1.2), queue, 1.0) == queue  # nobody streaming
 
 
-def test_pacing_is_off_unless_asked() -> None:
-    assert AndesConfig().pacing is None
+def test_pacing_is_on_by_default_as_issue_17s_candidate() -> None:
+    """The default since issue 17 (docs/andes.md, "The candidate default beyond E4")."""
+    candidate = PacingConfig(
+        margin=0.65, order="shortest", between_solves=True, overtake=22, overtake_per_waiting=2
+    )
+    assert AndesConfig().pacing == candidate
+    assert AndesConfig(pacing=None).pacing is None  # the paper's Andes
     with pytest.raises(ValueError):
         PacingConfig(margin=0.0)
     with pytest.raises(ValueError):

@@ -11,6 +11,7 @@ import kairos.andes.experiments.paper as paper
 from kairos.andes.capacity import capacity
 from kairos.andes.experiments.common import BASELINES, plot_metric, policy_sweep
 from kairos.andes.experiments.point_settings import PointSettings
+from kairos.andes.experiments.variants import ablation_variants
 from kairos.andes.experiments.workload import SimPoint, base_rate
 from kairos.andes.latency import DEFAULT_PROFILE, PROFILES
 from kairos.experiments import ExperimentContext, experiment
@@ -228,35 +229,6 @@ def e5(cfg: DurationConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         columns=["duration", "policy", "avg_qoe", "preemptions_per_request", "avg_ttft"],
     )
     return rows
-
-
-GUARDS: dict[str, dict[str, Any]] = {
-    "solve_every": {"solve_every": 1},
-    "preempt_only_buffered": {"preempt_only_buffered": False},
-    "prefer_swap": {"prefer_swap": False},
-    "slack_cap": {"slack_cap": False},
-    "running_bonus": {"running_bonus": 0.0},
-    "min_residency": {"min_residency_s": 0.0},
-    "anti_starvation": {"starvation_after": None},  # not a thrash guard: bounds the tail
-}
-
-
-def ablation_variants(given: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The ablation's rows as SimPoint updates. Each removes its guard from the Andes
-    settings given (`point.andes`), not from the defaults: an update replaces the point's
-    whole `andes`, so a non-default Andes (e.g. paced) would otherwise be ablated as the
-    default one."""
-    literal: dict[str, Any] = dict(given)
-    for upd in GUARDS.values():
-        literal |= upd
-    variants: dict[str, dict[str, Any]] = {
-        "fcfs": {"policy": "fcfs"},
-        "andes (all guards)": {"policy": "andes"},
-        "literal (no guards)": {"policy": "andes", "andes": literal},
-    }
-    for g, upd in GUARDS.items():
-        variants[f"without {g}"] = {"policy": "andes", "andes": dict(given) | upd}
-    return variants
 
 
 class AblationConfig(PointSettings):

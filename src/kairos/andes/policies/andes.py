@@ -79,8 +79,9 @@ class AndesConfig(Settings):
     starvation_per_solve: PositiveInt | None = 1  # how many starved go first per solve (None: all)
     starvation_vs_queue: float | None = Field(2.0, ge=0)  # ... and overdue > this x queue's mean
     starvation_boost: bool = False  # starved also rank first in the knapsack (makes room)
-    # buffer-paced admission (policies/pacer.py, policies/pacing.py); None: off
-    pacing: PacingConfig | None = None
+    # buffer-paced admission (policies/pacer.py, policies/pacing.py), by default shortest
+    # prompt first with bounded overtaking (issue 17's E4 candidate); None: off (the paper's)
+    pacing: PacingConfig | None = Field(default_factory=PacingConfig)
 
     _pacing = field_validator("pacing", mode="before")(pacing_setting)
 
