@@ -196,6 +196,7 @@ def register(group: typer.Typer) -> None:
 
         size_list = _sizes(sizes)  # measured at calibration (and warmed up)
         policy_sizes = size_list if sizes.strip() else None  # None: the policy's own
+        warm = tuple(range(1, max(size_list) + 1))  # any size up to the largest may run
         if worker not in ("process", "thread"):
             raise typer.BadParameter("--worker must be process or thread")
         if nice is not None:
@@ -207,9 +208,9 @@ def register(group: typer.Typer) -> None:
 
         def started(served: Any) -> Any:  # the worker is started first, to calibrate in it
             if worker == "process":
-                ex: Executor = ProcessExecutor(served, threads, size_list, nice=nice)
+                ex: Executor = ProcessExecutor(served, threads, warm, nice=nice)
             else:
-                ex = ThreadExecutor(served, threads, size_list)
+                ex = ThreadExecutor(served, threads, warm)
             ex.start()
             executors.append(ex)
             return ex

@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from kairos.orloj.policy import Batch, Request
-from kairos.orloj.runtime.forward import JobResult, configure_threads, execute, warm_up
+from kairos.orloj.runtime.forward import (
+    WARM_SIZES,
+    JobResult,
+    configure_threads,
+    execute,
+    warm_up,
+)
 from kairos.orloj.runtime.models import ServedModel
 from kairos.orloj.worker import BatchRun, Delivery, SoloRun
 from kairos.sim.clock import WallClock
@@ -131,7 +137,7 @@ def _payload(r: Request) -> BaseModel:
 
 class ThreadExecutor(Executor):
     def __init__(
-        self, model: ServedModel, threads: int = 1, warm_sizes: Sequence[int] = (1, 2, 4, 8, 16)
+        self, model: ServedModel, threads: int = 1, warm_sizes: Sequence[int] = WARM_SIZES
     ) -> None:
         super().__init__(model)
         self.threads, self.warm_sizes = threads, tuple(warm_sizes)

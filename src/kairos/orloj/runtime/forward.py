@@ -43,6 +43,11 @@ def timed_run(
     return outputs, start, clock_ms()
 
 
+# every batch size a default policy may run (Orloj any size up to 16, issue 19), not only the
+# calibrated 1, 2, 4, 8, 16: a size first seen under load pays its allocations then
+WARM_SIZES: tuple[int, ...] = tuple(range(1, 17))
+
+
 def warm_up(model: ServedModel, sizes: Iterable[int]) -> None:
     """Run every input class alone and the costliest class at every batch size once, so lazy
     allocations and kernel selection do not land on the first real requests."""

@@ -25,7 +25,7 @@ from typing import Any
 
 from kairos.orloj.runtime.calibrate import Calibration, CalibrationConfig, calibrate
 from kairos.orloj.runtime.executor import Executor
-from kairos.orloj.runtime.forward import configure_threads, execute, warm_up
+from kairos.orloj.runtime.forward import WARM_SIZES, configure_threads, execute, warm_up
 from kairos.orloj.runtime.models import ModelSpec, ServedModel
 from kairos.orloj.runtime.results import WORKER_EXITED
 from kairos.sim.clock import WallClock
@@ -44,7 +44,7 @@ class ProcessExecutor(Executor):
         self,
         model: ServedModel,
         threads: int = 1,
-        warm_sizes: Sequence[int] = (1, 2, 4, 8, 16),
+        warm_sizes: Sequence[int] = WARM_SIZES,
         nice: int | None = None,
     ) -> None:
         super().__init__(model)
