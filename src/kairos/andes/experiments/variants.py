@@ -7,10 +7,12 @@ setting changes only what it names. Pacing changes apply only where pacing is on
 into `"pacing": None` would turn it back on.
 
 Andes has two anti-starvation rules, both on by default: the knapsack's (`starvation_*`,
-policies/starvation.py: a request whose user waits far longer than the queue's mean goes
-first) and pacing's bounded overtaking (`pacing.overtake`, policies/overtaking.py: a prompt
-passed by more than 22 later ones, or 2x the queue, goes first). At E4 the second is what
-bounds the longest wait under pacing; the knapsack's also covers preempted users.
+policies/starvation.py: a request whose user waits far longer than the queue's mean is
+admitted first, even if the refiner dropped it) and pacing's bounded overtaking
+(`pacing.overtake`, policies/overtaking.py: a prompt passed by more than 22 later ones, or
+2x the queue, goes first). At E4 (seeds 0-2) neither alone bounds the longest wait: max
+TTFT 1.98x FCFS's with both, 3.06x with overtaking alone, 4.96x with the knapsack's alone,
+5.17x with neither; together they cost 0.004 of average QoE there (docs/andes.md).
 """
 
 from __future__ import annotations
