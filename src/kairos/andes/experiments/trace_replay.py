@@ -218,6 +218,27 @@ def _plots(
     names = [p for p in first_seed if "per_request" in first_seed[p]]
     results = [first_seed[p] for p in names]
     per = {p: r["per_request"] for p, r in zip(names, results, strict=True)}
+    if results:  # CDFs and series exist only where the run kept them: at load 1.0
+        _point_plots(ctx, names, results, per)
+    if len(sweep) > 1:
+        labels = list(dict.fromkeys(r["policy"] for r in rows))
+        save_line_plot(
+            ctx.out_dir / "e4_load.png",
+            sweep,
+            {p: [r["avg_qoe"] for r in rows if r["policy"] == p] for p in labels},
+            xlabel="load (x operating point)",
+            ylabel="average QoE",
+            title="E4 around the operating point",
+        )
+
+
+def _point_plots(
+    ctx: ExperimentContext,
+    names: list[str],
+    results: list[dict[str, Any]],
+    per: dict[str, dict[str, Any]],
+) -> None:
+    """The operating point's CDFs and per-second series, first seed."""
     for metric, label in (("qoe", "QoE"), ("ttft", "TTFT (s)"), ("tds", "TDS (tokens/s)")):
         save_cdf_plot(
             ctx.out_dir / f"e4_cdf_{metric}.png",
@@ -234,13 +255,4 @@ def _plots(
             ylabel=series,
             title=f"E4 {series}",
             kind="step",
-        )
-    if len(sweep) > 1:
-        save_line_plot(
-            ctx.out_dir / "e4_load.png",
-            sweep,
-            {p: [r["avg_qoe"] for r in rows if r["policy"] == p] for p in first_seed},
-            xlabel="load (x operating point)",
-            ylabel="average QoE",
-            title="E4 around the operating point",
         )
