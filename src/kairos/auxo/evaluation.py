@@ -7,11 +7,14 @@ parent's counters, so summing over leaves would count the parent's rounds twice.
 
 How well the cohorts match the latent groups (ARI/NMI against `FederatedDataset.groups`) is
 scored here, after training, and only here: nothing during training reads the true groups.
+Beside the score over all clients, `evidence_scores` scores only the clients whose membership
+Auxo decided from their own updates (see there): a client that never returned a rewarded update
+in its final leaf sits there by inherited or predicted reward, which is not Auxo finding it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -141,3 +144,90 @@ def cluster_scores(groups: np.ndarray, membership: np.ndarray) -> ClusterScores:
         float(normalized_mutual_info_score(g, m)),
         int(np.unique(m).size),
     )
+
+
+class KeptRound(Protocol):
+    """What `evidence_scores` reads of one cohort-round (`engine.RoundReport` satisfies it):
+    the cohort, the clients whose updates were kept (aggregated), and their rewards (None when
+    the round gave none: one leaf, or too few known members)."""
+
+    @property
+    def cohort(self) -> str: ...
+
+    @property
+    def client_ids(self) -> tuple[int, ...]: ...
+
+    @property
+    def deltas(self) -> tuple[float, ...] | None: ...
+
+
+@dataclass(frozen=True)
+class CoveredScores:
+    """ARI/NMI over a subset of clients, and the share of all clients the subset covers."""
+
+    ari: float  # NaN when the subset is empty
+    nmi: float
+    coverage: float
+
+    def columns(self, suffix: str) -> dict[str, float]:
+        return {
+            f"ari_{suffix}": self.ari,
+            f"nmi_{suffix}": self.nmi,
+            f"coverage_{suffix}": self.coverage,
+        }
+
+
+def sampled_mask(rounds: Iterable[KeptRound], n: int) -> np.ndarray:
+    """Clients with at least one kept update anywhere in the run: E0's "sampled clients"
+    (tests/auxo/core/test_e0_playground.py scores the clients it ever sampled)."""
+    mask = np.zeros(n, dtype=bool)
+    for r in rounds:
+        mask[list(r.client_ids)] = True
+    return mask
+
+
+def evidence_mask(
+    rounds: Iterable[KeptRound], leaves: Sequence[str], membership: np.ndarray
+) -> np.ndarray:
+    """Clients placed by evidence: at least one kept, rewarded update in the leaf they end in.
+
+    Why this and not E0's "ever sampled": under an availability trace nearly every client is
+    sampled before the first split, so "sampled" covers clients whose final leaf holds only
+    an inherited or predicted reward. A leaf is never split again, so every round of it comes
+    after the last split that created it: the reward there is the client's own evidence for
+    that leaf. In E0 (every client sampled about 50 times, splits early) the two coincide."""
+    m = np.asarray(membership)
+    mask = np.zeros(m.size, dtype=bool)
+    pos = {c: j for j, c in enumerate(leaves)}
+    for r in rounds:
+        if r.deltas is None or r.cohort not in pos:
+            continue
+        ids = np.asarray(r.client_ids, dtype=np.int64)
+        mask[ids[m[ids] == pos[r.cohort]]] = True
+    return mask
+
+
+def covered_scores(groups: np.ndarray, membership: np.ndarray, mask: np.ndarray) -> CoveredScores:
+    """`cluster_scores` over the clients in `mask` (NaN scores when it is empty)."""
+    keep = np.asarray(mask, dtype=bool)
+    coverage = float(keep.mean()) if keep.size else 0.0
+    if not keep.any():
+        return CoveredScores(float("nan"), float("nan"), coverage)
+    s = cluster_scores(np.asarray(groups)[keep], np.asarray(membership)[keep])
+    return CoveredScores(s.ari, s.nmi, coverage)
+
+
+def membership_columns(
+    groups: np.ndarray, membership: np.ndarray, leaves: Sequence[str], rounds: Sequence[KeptRound]
+) -> dict[str, float]:
+    """A run's cohort scores: ARI/NMI over all clients (`ari`, `nmi`), over the clients placed
+    by evidence (`*_evidence`) and over the sampled ones (`*_sampled`), each with its coverage."""
+    every = cluster_scores(groups, membership)
+    evidence = covered_scores(groups, membership, evidence_mask(rounds, leaves, membership))
+    sampled = covered_scores(groups, membership, sampled_mask(rounds, len(membership)))
+    return {
+        "ari": every.ari,
+        "nmi": every.nmi,
+        **evidence.columns("evidence"),
+        **sampled.columns("sampled"),
+    }

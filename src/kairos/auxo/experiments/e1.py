@@ -54,6 +54,13 @@ COLUMNS = [
     "leaves",
     "ari",
     "nmi",
+    "ari_evidence",
+    "ari_evidence_ci95",
+    "nmi_evidence",
+    "coverage_evidence",
+    "coverage_evidence_min",
+    "ari_sampled",
+    "coverage_sampled",
     "misassigned",
     "oracle_variance_change",
     "diag_pure_outlier_share",
@@ -83,16 +90,24 @@ class E1Config(BaseModel):
 
 
 def cohort_row(auxo: list[dict[str, Any]]) -> dict[str, Any]:
-    """What Auxo found: leaves, ARI/NMI (mean and CI) and its affinity traffic share."""
-    ari, ari_ci = mean_ci([float(r["ari"]) for r in auxo])
-    return {
-        "leaves": mean_of(auxo, "leaves"),
-        "ari": round(ari, 3),
-        "ari_ci95": round(ari_ci, 3),
-        "nmi": mean_of(auxo, "nmi"),
-        "affinity_share": round(affinity_share(auxo), 6),
-        "splits": " | ".join(str(r["splits"]) for r in auxo),
-    }
+    """What Auxo found: leaves, ARI/NMI (mean and CI) over all clients and over the clients
+    placed by evidence and the sampled ones (`evaluation.membership_columns`), each with its
+    coverage, and its affinity traffic share."""
+    row: dict[str, Any] = {"leaves": mean_of(auxo, "leaves")}
+    for key in ("ari", "ari_evidence", "ari_sampled"):
+        values = [float(r.get(key, np.nan)) for r in auxo]
+        ok = [v for v in values if np.isfinite(v)]  # NaN: no split, no client covered
+        mean, ci = mean_ci(ok)
+        row[key] = round(mean, 3)
+        row[f"{key}_ci95"] = round(ci, 3)
+        row[f"{key}_seeds"] = len(ok)
+    for key in ("nmi", "nmi_evidence", "coverage_evidence", "nmi_sampled", "coverage_sampled"):
+        ok = [float(r[key]) for r in auxo if np.isfinite(r[key])]
+        row[key] = round(float(np.mean(ok)), 3) if ok else float("nan")
+    row["coverage_evidence_min"] = round(min(float(r["coverage_evidence"]) for r in auxo), 3)
+    row["affinity_share"] = round(affinity_share(auxo), 6)
+    row["splits"] = " | ".join(str(r["splits"]) for r in auxo)
+    return row
 
 
 # Why clients end misplaced (kairos.auxo.diagnostics), means over seeds.

@@ -57,6 +57,9 @@ def e2(cfg: E2Config, ctx: ExperimentContext) -> dict[str, Any]:
         row |= {
             "leaves": mean_of(runs["auxo"], "leaves"),
             "split_runs": sum(int(r["leaves"]) > 1 for r in runs["auxo"]),
+            # one latent group: ARI is 0 for any split; coverage says who was placed by evidence
+            "ari": mean_of(runs["auxo"], "ari"),
+            "coverage_evidence": mean_of(runs["auxo"], "coverage_evidence"),
             "base_spread_points": round(100 * spread, 3),
             "within_spread": abs(row["d_final_mean"]) <= max(100 * spread, 1.0),
             "paper": "Reddit: no partition, 1x",
@@ -78,6 +81,8 @@ def e2(cfg: E2Config, ctx: ExperimentContext) -> dict[str, Any]:
             "d_final_mean_ci95",
             "leaves",
             "split_runs",
+            "ari",
+            "coverage_evidence",
             "base_spread_points",
             "within_spread",
             "paper",

@@ -175,6 +175,10 @@ def _rows(
             continue
         row: dict[str, Any] = {"setting": setting, "method": m, **compare(runs["single"], runs[m])}
         row["ari"] = round(float(np.mean([r["ari"] for r in runs[m]])), 3)
+        if m in ("auxo", "auxo_sf"):  # placed by evidence: Auxo's reports only (runs.run_arm)
+            for key in ("ari_evidence", "coverage_evidence", "ari_sampled", "coverage_sampled"):
+                ok = [float(r[key]) for r in runs[m] if np.isfinite(r[key])]  # NaN: no split
+                row[key] = round(float(np.mean(ok)), 3) if ok else float("nan")
         row["leaves"] = round(float(np.mean([r["leaves"] for r in runs[m]])), 2)
         row["spread"] = round(seed_spread(runs[m]), 4)
         row["base_spread"] = round(seed_spread(runs["single"]), 4)
@@ -247,6 +251,10 @@ COLUMNS = [
     "d_final_mean",
     "d_final_mean_ci95",
     "ari",
+    "ari_evidence",
+    "coverage_evidence",
+    "ari_sampled",
+    "coverage_sampled",
     "leaves",
     "auxo_minus",
     "auxo_minus_ci95",

@@ -22,7 +22,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from kairos.auxo.diagnostics import placement_diagnostics
-from kairos.auxo.evaluation import FLOAT_BYTES, cluster_scores, evaluate_under, oracle_membership
+from kairos.auxo.evaluation import (
+    FLOAT_BYTES,
+    evaluate_under,
+    membership_columns,
+    oracle_membership,
+)
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.robustness import Faults
 from kairos.auxo.training import CohortTraining
@@ -236,7 +241,7 @@ def run_arm(cfg: RunConfig) -> dict[str, Any]:
         training.partition("0", forced_assignment(ds.groups, forced_cohorts(cfg)))
     history = training.run(cfg.rounds, cfg.eval_every, history=history)
     final = training.evaluate()
-    scores = cluster_scores(ds.groups, final.membership)
+    scores = membership_columns(ds.groups, final.membership, final.leaves, training.reports)
     s = final.point.stats
     usage = training.usage
     splits = [f"{r.parent}@{r.round}" for r in training.engine.tree.splits]
@@ -260,8 +265,7 @@ def run_arm(cfg: RunConfig) -> dict[str, Any]:
         "end_time": history.final.time,
         "leaves": len(final.leaves),
         "splits": " ".join(splits),
-        "ari": scores.ari,
-        "nmi": scores.nmi,
+        **scores,  # ari, nmi over all clients; *_evidence, *_sampled with their coverage
         "participant_rounds": usage.participant_rounds,
         "model_bytes": usage.model_bytes,
         "affinity_bytes": usage.affinity_bytes,
