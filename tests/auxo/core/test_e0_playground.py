@@ -22,6 +22,8 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
 from kairos.auxo import AuxoEngine, AuxoParams
+from kairos.auxo.engine import RoundReport
+from kairos.auxo.evaluation import covered_scores, evidence_mask
 
 CENTRES = np.array([(-10.0, -10.0), (-10.0, 10.0), (10.0, -10.0), (10.0, 10.0)])
 N, PER_ROUND, ROUNDS = 1000, 50, 1000
@@ -48,6 +50,7 @@ def run(seed: int, centres: np.ndarray) -> dict[str, object]:
     seen: set[int] = set()
     splits = []
     late: list[tuple[int, str]] = []
+    reports: list[RoundReport] = []
     for r in range(ROUNDS):
         sampled = [int(c) for c in rng.choice(N, PER_ROUND, replace=False)]
         seen.update(sampled)
@@ -58,6 +61,7 @@ def run(seed: int, centres: np.ndarray) -> dict[str, object]:
             ids = [c for c in sampled if choice[c] == leaf]
             if ids:
                 rep = engine.observe(leaf, r, ids, x[ids])
+                reports.append(rep)
                 assert sum(engine.budgets().values()) == PER_ROUND
                 if rep.split is not None:
                     splits.append((r, rep.split.parent))
@@ -67,12 +71,18 @@ def run(seed: int, centres: np.ndarray) -> dict[str, object]:
     pred = [leaves.index(member[c]) for c in ids]
     nearest_centre = np.argmin(((x[ids, None, :] - centres[None]) ** 2).sum(-1), axis=1)
     stable = np.mean([member[c] == leaf for c, leaf in late])
+    # E1's "placed by evidence" (a rewarded update in the final leaf), over all N points
+    everyone = engine.membership(range(N))
+    index = np.array([leaves.index(everyone[c]) for c in range(N)])
+    evidence = covered_scores(truth, index, evidence_mask(reports, leaves, index))
     return {
         "leaves": leaves,
         "splits": splits,
         "ari": adjusted_rand_score(truth[ids], pred),
         "ari_nearest_centre": adjusted_rand_score(truth[ids], nearest_centre),
         "stable": stable,
+        "ari_evidence": evidence.ari,
+        "coverage_evidence": evidence.coverage,
     }
 
 
@@ -82,11 +92,16 @@ def test_four_fixed_centres_stop_at_four_leaves_with_high_ari(seed: int) -> None
     print(
         f"E0 seed {seed}: leaves {out['leaves']} splits {out['splits']} "
         f"ARI {out['ari']:.3f} (nearest-true-centre ARI {out['ari_nearest_centre']:.3f}), "
-        f"late selections matching membership {out['stable']:.3f}"
+        f"late selections matching membership {out['stable']:.3f}; evidence ARI "
+        f"{out['ari_evidence']:.3f} over {out['coverage_evidence']:.3f} of the points"
     )
     assert len(out["leaves"]) == 4  # type: ignore[arg-type]
     assert out["ari"] >= 0.8  # type: ignore[operator]
     assert out["stable"] >= 0.9  # type: ignore[operator]  # rewards have settled
+    # every point is sampled about 50 times, mostly after the splits: "sampled" and "placed by
+    # evidence" are the same clients here, so E1's evidence score is E0's score
+    assert out["coverage_evidence"] >= 0.95  # type: ignore[operator]
+    assert out["ari_evidence"] >= 0.8  # type: ignore[operator]
 
 
 @pytest.mark.parametrize("seed", [0, 1])
