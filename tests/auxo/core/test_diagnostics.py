@@ -5,17 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from kairos.auxo.diagnostics import placement_diagnostics
-from kairos.auxo.engine import RoundReport
 from kairos.auxo.rewards import AffinityEntry
-
-LEAVES = ["0.0", "0.1"]
-
-
-def report(cohort: str, ids: list[int], deltas: list[float] | None) -> RoundReport:
-    return RoundReport(
-        cohort, tuple(ids), tuple(0 for _ in ids), None if deltas is None else tuple(deltas),
-        "relabelled", None, None, None,
-    )  # fmt: skip
+from tests.auxo.core.round_reports import LEAVES, report
 
 
 def test_rounds_are_split_into_pure_and_mixed_and_visits_counted() -> None:

@@ -22,15 +22,7 @@ from kairos.auxo.evaluation import (
     membership_columns,
     sampled_mask,
 )
-
-LEAVES = ["0.0", "0.1"]
-
-
-def report(cohort: str, ids: list[int], deltas: list[float] | None) -> RoundReport:
-    return RoundReport(
-        cohort, tuple(ids), tuple(0 for _ in ids), None if deltas is None else tuple(deltas),
-        "relabelled", None, None, None,
-    )  # fmt: skip
+from tests.auxo.core.round_reports import LEAVES, report
 
 
 def test_only_rewarded_kept_updates_in_the_final_leaf_count_as_evidence() -> None:
