@@ -30,7 +30,11 @@ from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, field_valida
 from kairos.andes.gain import serve_wait_gain
 from kairos.andes.policies.dp_packing import dp_pack
 from kairos.andes.policies.greedy import Packing, batch_bounds, candidate_batches, greedy_pack
-from kairos.andes.policies.objectives import Objective, objective_value
+from kairos.andes.policies.objectives import (
+    Objective,
+    admits_queue_between_solves,
+    objective_value,
+)
 from kairos.andes.policies.pacer import Pacer, PacingConfig, pacing_setting
 from kairos.andes.policies.refiner import VictimCost, refine
 from kairos.andes.policies.scratch import Scratch
@@ -44,6 +48,7 @@ from kairos.andes.policy import (
     fcfs_order,
     newest_first,
 )
+from kairos.andes.request import Request
 from kairos.cli_utils import Settings
 
 
@@ -94,6 +99,7 @@ class AndesPolicy:
         self.name = name
         self.solves = 0
         self._victims: list[str] = []
+        self._chosen: list[str] = []  # the last solve's admissions, in its order
         self._scratch = Scratch()  # the solve's grids, reused (see scratch.py)
         pacing = self.config.pacing
         self._pacer = Pacer(pacing) if pacing is not None else None
@@ -132,14 +138,23 @@ class AndesPolicy:
         if view.iteration % self.config.solve_every != 0:
             victims = {r.request_id: r for r in view.running}
             order = [victims[i] for i in self._victims if i in victims]
-            # held between solves, unless pacing admits (the buffers bound what it costs)
-            pacing = self.config.pacing
-            between = fcfs_order(view) if pacing is not None and pacing.between_solves else []
-            return Decision(admit=between, victims=order or newest_first(view))
+            return Decision(admit=self._between_solves(view), victims=order or newest_first(view))
         self.solves += 1
         decision = self._solve(view)
         decision.solved = True  # the scheduler times it: a policy reads no clock
         return decision
+
+    def _between_solves(self, view: SchedulerView) -> list[Request]:
+        """Admissions between solves: none without pacing (the batch is held); paced, the
+        queue as the buffers allow, or, where the objective decides who waits (`perfect`,
+        `admits_queue_between_solves`), only what the last solve chose and pacing held."""
+        pacing = self.config.pacing
+        if pacing is None or not pacing.between_solves:
+            return []
+        if admits_queue_between_solves(self.config.objective):
+            return fcfs_order(view)
+        waiting = {r.request_id: r for r in fcfs_order(view)}
+        return [waiting[i] for i in self._chosen if i in waiting]
 
     # -- the knapsack ------------------------------------------------------------------
     def _solve(self, view: SchedulerView) -> Decision:
@@ -230,6 +245,7 @@ class AndesPolicy:
         running_idx = np.flatnonzero(snap.running)
         victim_idx = sorted(running_idx.tolist(), key=lambda i: chosen_priority[i])
         self._victims = [snap.requests[i].request_id for i in victim_idx]
+        self._chosen = [snap.requests[i].request_id for i in admit]
         return Decision(
             admit=[snap.requests[i] for i in admit],
             preempt=[

@@ -40,7 +40,8 @@ class PacingConfig(Settings):
     margin: float = Field(0.65, gt=0)
     # which held prompt first: Andes' own order, or fewest prefill tokens
     order: Literal["admission", "shortest"] = "shortest"
-    # between solves, admit (paced) instead of holding the queue until the next solve
+    # between solves, admit (paced) instead of holding the queue until the next solve; under
+    # the `perfect` objective only what the last solve chose (objectives.py)
     between_solves: bool = True
     # bounded overtaking (policies/overtaking.py): a prompt is overdue once more than this
     # many later prompts were admitted before it; None: off
