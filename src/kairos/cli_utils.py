@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Self
+import types
+from typing import Any, Self, Union, get_args, get_origin
 
 import click
 import typer
@@ -74,16 +75,32 @@ class SettingError(click.UsageError, ValueError):
 
 
 def _type_name(annotation: Any) -> str:
+    """A field's type as a person reads it: `PacingConfig | None`, not its module path."""
+    if isinstance(annotation, types.UnionType) or get_origin(annotation) is Union:
+        return " | ".join(_type_name(a) for a in get_args(annotation))
+    if annotation is type(None):
+        return "None"
     name = getattr(annotation, "__name__", None)
     return name if name and not getattr(annotation, "__args__", None) else str(annotation)
 
 
+def _section(annotation: Any) -> type[BaseModel] | None:
+    """The settings model a field holds, also when it is optional (`PacingConfig | None`,
+    where None switches the section off); None for any other type."""
+    if isinstance(annotation, types.UnionType) or get_origin(annotation) is Union:
+        models = [a for a in get_args(annotation) if a is not type(None)]
+        return _section(models[0]) if len(models) == 1 else None
+    is_model = isinstance(annotation, type) and issubclass(annotation, BaseModel)
+    return annotation if is_model else None
+
+
 def _model_at(model: type[BaseModel], path: list[str]) -> type[BaseModel] | None:
-    """The model a nested key lives in (`point.load_factor` lives in the `point` field's)."""
+    """The model a nested key lives in (`point.load_factor` lives in the `point` field's,
+    `pacing.margin` in the optional `pacing` field's)."""
     for name in path:
         field = model.model_fields.get(name)
-        inner = field.annotation if field else None
-        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+        inner = _section(field.annotation) if field else None
+        if inner is None:
             return None
         model = inner
     return model

@@ -20,7 +20,10 @@ from typer.testing import CliRunner
 
 from kairos.andes.latency import PROFILES
 from kairos.andes.operating_point import trace_sustainable_rate
+from kairos.andes.policies.andes import AndesConfig
+from kairos.andes.policies.pacer import PacingConfig
 from kairos.cli import app
+from kairos.cli_utils import SettingError, Settings
 
 runner = CliRunner(env={"COLUMNS": "200"})
 
@@ -165,3 +168,30 @@ def test_simulate_trace_runs_at_the_stated_operating_point_by_default(tmp_path: 
     assert placed["target_fcfs_qoe"] == 0.88 and placed["converged"]
     assert data["config"]["load_factor"] == placed["load_factor"]
     assert abs(data["summary"]["avg_qoe"] - 0.88) <= 0.01  # the same run the search measured
+
+
+class _Inner(Settings):
+    a: int = 0
+
+
+class _Outer(Settings):
+    inner: _Inner | None = None  # an optional section: None switches it off
+
+
+def test_a_key_inside_an_optional_section_is_named_with_its_allowed_keys() -> None:
+    """`_model_at` used to stop at `X | None`, so an unknown key in `pacing` listed no allowed
+    keys ("allowed: none"), and the Andes check around it printed the union's module path."""
+    with pytest.raises(SettingError) as err:
+        _Outer.model_validate({"inner": {"b": 1}})
+    assert str(err.value) == "unknown setting 'inner.b' (allowed: a)"
+    with pytest.raises(SettingError) as err:
+        _Outer.model_validate({"inner": 3})
+    assert "expected _Inner | None" in str(err.value)
+    with pytest.raises(SettingError) as err:
+        AndesConfig.model_validate({"pacing": {"margn": 0.7}})
+    allowed = ", ".join(sorted(PacingConfig.model_fields))
+    assert str(err.value) == f"unknown setting 'pacing.margn' (allowed: {allowed})"
+    result = runner.invoke(app, ["andes", "simulate", "--andes", 'pacing={"margn": 1}'])
+    assert result.exit_code == 2
+    assert "unknown setting 'pacing.margn' (allowed: aged_always" in result.output
+    assert "PacingConfig" not in result.output

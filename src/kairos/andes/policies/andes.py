@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt
 
 from kairos.andes.gain import serve_wait_gain
 from kairos.andes.policies.dp_packing import dp_pack
@@ -35,7 +35,7 @@ from kairos.andes.policies.objectives import (
     admits_queue_between_solves,
     objective_value,
 )
-from kairos.andes.policies.pacer import Pacer, PacingConfig, pacing_setting
+from kairos.andes.policies.pacer import Pacer, PacingConfig
 from kairos.andes.policies.refiner import VictimCost, refine
 from kairos.andes.policies.scratch import Scratch
 from kairos.andes.policies.slack_cap import cap_by_slack
@@ -87,8 +87,6 @@ class AndesConfig(Settings):
     # buffer-paced admission (policies/pacer.py, policies/pacing.py), by default shortest
     # prompt first with bounded overtaking (issue 17's E4 candidate); None: off (the paper's)
     pacing: PacingConfig | None = Field(default_factory=PacingConfig)
-
-    _pacing = field_validator("pacing", mode="before")(pacing_setting)
 
 
 class AndesPolicy:

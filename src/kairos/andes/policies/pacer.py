@@ -17,8 +17,7 @@ prefill iteration's fixed cost: the same frontier or worse), highest-response-ra
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ConfigDict, Field
 
@@ -26,7 +25,7 @@ from kairos.andes.policies.overtaking import OvertakeCount
 from kairos.andes.policies.pacing import pace_admissions, paced_order, with_aged
 from kairos.andes.policy import SchedulerView
 from kairos.andes.request import Request
-from kairos.cli_utils import SettingError, Settings
+from kairos.cli_utils import Settings
 
 
 class PacingConfig(Settings):
@@ -54,19 +53,6 @@ class PacingConfig(Settings):
     starve_after_s: float | None = Field(None, ge=0)
     aged_always: bool = False  # overdue prompts join every admission, solved or not
     aged_together: bool = False  # once one overdue prompt fits, its overdue peers join it
-
-
-def pacing_setting(value: Any) -> Any:
-    """`AndesConfig.pacing` as given: a dict is checked here, so an error names the key as
-    `pacing.KEY` and lists the allowed ones (the shared formatter does not look inside an
-    optional section); None (off) and a `PacingConfig` pass as they are."""
-    if not isinstance(value, Mapping):
-        return value
-    try:
-        return PacingConfig.model_validate(dict(value))
-    except SettingError as exc:
-        msg = str(exc).replace("unknown setting '", "unknown setting 'pacing.")
-        raise ValueError(msg.replace("invalid setting ", "invalid setting pacing.")) from None
 
 
 class Pacer:
