@@ -40,6 +40,13 @@ def test_e10_runs_the_seeds_given_not_the_points_seed(tmp_path: Path) -> None:
     assert qoe(ignored) == qoe(seed0)  # the point's own seed is not what runs
     both = run("e10", tmp_path / "d", *common, "seeds=[0, 1]")
     assert {r["seeds"] for r in both} == {2}
+    # labels without brackets, which the console table read as markup and dropped
+    assert [r["policy"] for r in both] == [
+        "fcfs",
+        "andes (average)",
+        "andes (max_min)",
+        "andes (perfect)",
+    ]
     for r, a, b in zip(both, seed0, seed1, strict=True):
         assert r["policy"] == a["policy"] == b["policy"]
         assert abs(r["share_perfect"] - (a["share_perfect"] + b["share_perfect"]) / 2) < 1e-12

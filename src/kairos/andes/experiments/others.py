@@ -165,7 +165,7 @@ def e10(cfg: ObjectivesConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     used, as in every seed-averaged sweep), then its mean and 95% CI over the seeds."""
     base = cfg.point.model_copy(update={"profile": cfg.profile})
     variants: dict[str, dict[str, Any]] = {"fcfs": {"policy": "fcfs"}} | {
-        f"andes[{o}]": {"policy": "andes", "andes": cfg.point.andes | {"objective": o}}
+        f"andes ({o})": {"policy": "andes", "andes": cfg.point.andes | {"objective": o}}
         for o in ("average", "max_min", "perfect")
     }
     cells = [
