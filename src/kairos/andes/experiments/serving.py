@@ -128,7 +128,15 @@ def workload_rate(cfg: ServingConfig, profile: Any) -> float:
     return cfg.load_factor * sustainable_rate(profile, prompt, output, cfg.max_num_seqs)
 
 
-def serve(cfg: ServingConfig, policy: str, profile_path: Path) -> subprocess.Popen[bytes]:
+def _log_tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-2000:] if log.exists() else ""
+
+
+def serve(
+    cfg: ServingConfig, policy: str, profile_path: Path, log: Path
+) -> subprocess.Popen[bytes]:
+    """`kairos serve` in a child process, its stderr in `log` (a pipe nobody reads while the
+    bench runs would block the server once full, and a crash would leave no trace)."""
     args = [sys.executable, "-m", "kairos", "serve", "--policy", policy]
     args += ["--profile", str(profile_path), "--port", str(cfg.port), "--device", "cpu"]
     args += ["--log-level", "warning", "--max-waiting", "100000"]
@@ -136,12 +144,12 @@ def serve(cfg: ServingConfig, policy: str, profile_path: Path) -> subprocess.Pop
         args += [f"--{key.replace('_', '-')}", str(value)]
     for key, value in cfg.andes.items():
         args += ["--andes", f"{key}={value}"]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with log.open("wb") as err:
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            err = proc.stderr.read().decode() if proc.stderr else ""
-            raise RuntimeError(f"kairos serve exited early: {err[-2000:]}")
+            raise RuntimeError(f"kairos serve exited early: {_log_tail(log)}")
         try:
             if httpx.get(f"http://127.0.0.1:{cfg.port}/health", timeout=1).status_code == 200:
                 return proc
@@ -235,9 +243,15 @@ def serving(cfg: ServingConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     curves: dict[str, list[float]] = {}
     for policy in cfg.policies:
-        proc = serve(cfg, policy, profile_path)
+        log = ctx.out_dir / f"serve_{policy}.log"
+        proc = serve(cfg, policy, profile_path, log)
         try:
             result = asyncio.run(run_bench(bench_config(cfg, rate, ctx.out_dir, policy)))
+            if proc.poll() is not None:
+                raise RuntimeError(
+                    f"kairos serve --policy {policy} exited ({proc.returncode}) during the"
+                    f" bench: {_log_tail(log)}"
+                )
             preempted = metric(cfg, "preemptions_total")
             run_drift = metric(cfg, "iteration_seconds_total") / metric(
                 cfg, "iteration_predicted_seconds_total"
