@@ -175,7 +175,7 @@ def serving_drift(cfg: ServingConfig, rate: float, profile_path: Path, out: Path
     bench = bench_config(calib, rate, out, "calibration").model_copy(
         update={"duration_s": cfg.calibration_s, "cycle_s": cfg.calibration_s}
     )
-    proc = serve(calib, "fcfs", profile_path)
+    proc = serve(calib, "fcfs", profile_path, out / "serve_calibration.log")
     try:
         asyncio.run(run_bench(bench))
         real = metric(cfg, "iteration_seconds_total")
