@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from kairos.andes.experiments.point_settings import deep_merge
 from kairos.andes.policies.andes import AndesConfig
 from kairos.andes.policies.pacer import PacingConfig
 from kairos.cli_utils import SettingError, parse_assignments
 from kairos.experiments import get_experiment
+from kairos.experiments.overrides import deep_merge
 
 
 def config(name: str, *settings: str) -> object:

@@ -19,19 +19,7 @@ from pydantic import ValidationInfo, field_validator
 from kairos.andes.policies.andes import AndesConfig
 from kairos.andes.workload import SimPoint
 from kairos.cli_utils import SettingError, Settings
-
-
-def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    """`base` with `update` applied: a dict merges into a dict key by key, recursively; any
-    other value (a list, None, a number) replaces. Neither argument is changed."""
-    out = dict(base)
-    for key, value in update.items():
-        old = out.get(key)
-        if isinstance(value, Mapping) and isinstance(old, Mapping):
-            out[key] = deep_merge(old, value)
-        else:
-            out[key] = value
-    return out
+from kairos.experiments.overrides import deep_merge
 
 
 class PointSettings(Settings):

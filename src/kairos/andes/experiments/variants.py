@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kairos.andes.experiments.point_settings import deep_merge
+from kairos.experiments.overrides import deep_merge
 
 GUARDS: dict[str, dict[str, Any]] = {
     "solve_every": {"solve_every": 1},

@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from kairos.experiments import ExperimentContext
+from kairos.experiments.overrides import deep_merge
 from kairos.experiments.seeds import Cell, seed_runs
 from kairos.report import save_line_plot
 from kairos.report.stats import PairedRatio, paired_ratio
@@ -59,7 +60,7 @@ def _merge(base: VennPoint, upd: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in upd.items():
         current = getattr(base, key, None)
         if isinstance(value, Mapping) and isinstance(current, BaseModel):
-            out[key] = {**current.model_dump(), **value}
+            out[key] = deep_merge(current.model_dump(), value)
         else:
             out[key] = value
     return out
