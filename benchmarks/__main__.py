@@ -20,6 +20,7 @@ MODULES = [
     "benchmarks.bench_fluid",
     "benchmarks.bench_salus",
     "benchmarks.bench_salus_runtime",
+    "benchmarks.bench_salus_cuda",
     "benchmarks.bench_auxo",
     "benchmarks.bench_andes_experiments",
     "benchmarks.bench_timing_claims",

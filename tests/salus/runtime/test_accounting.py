@@ -12,9 +12,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.salus.runtime import faulty
+from tests.salus.runtime.stack import runtime_device
 
 from kairos.salus.runtime import zoo
-from kairos.salus.runtime.device import Device
 from kairos.salus.runtime.host_cache import cache_host_memory
 from kairos.salus.runtime.job import JobParts, Kind
 from kairos.salus.runtime.sampling import AccountingSchedule
@@ -37,7 +37,7 @@ def test_every_gap_between_accounted_iterations_is_at_most_every(every: int, see
 
 
 def _session(factory: object, every: int, job: int = 0) -> Session:
-    s = Session(job, Device(2**30), account_every=every)
+    s = Session(job, runtime_device(), account_every=every)
     s.setup(factory, "train", {}, warmup=3, measured=5, margins=(0.1, 0.05))  # type: ignore[arg-type]
     return s
 

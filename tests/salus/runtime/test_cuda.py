@@ -36,17 +36,23 @@ def test_jobs_are_built_on_the_gpu_and_switches_move_no_bytes() -> None:
     runs: list[IterationRun] = []
     done = threading.Event()
     lanes = LaneThreads(sessions, lambda r: (runs.append(r), done.set()))
-    torch.cuda.synchronize()
-    allocated = torch.cuda.memory_allocated()
-    for k in range(6):
+
+    def iterate(k: int) -> None:
         done.clear()
         lanes.launch(k % 2, 0, sessions[k % 2].budget_e).result()
         assert done.wait(10)
+
+    for k in range(2):  # one iteration of each on the lane: the lane's stream gets its lazy
+        iterate(k)  # per-stream state (cuBLAS's workspace, ~64 MiB on an H200) here
+    torch.cuda.synchronize()
+    allocated = torch.cuda.memory_allocated()
+    for k in range(6):
+        iterate(k)
     lanes.stop()
     torch.cuda.synchronize()
     assert all(r.error is None and r.duration > 0 for r in runs)
     assert {j: s.state_pointers() for j, s in sessions.items()} == before
-    # between iterations only the resident state is allocated: no bytes moved in or out
+    # between iterations only the resident state is allocated: switches move no bytes in or out
     assert torch.cuda.memory_allocated() == allocated
 
 
@@ -56,3 +62,52 @@ def test_an_over_profile_job_fails_on_the_gpu_too() -> None:
     s.iterate(0, s.budget_e)
     with pytest.raises(JobFailed, match="exceeded its memory profile"):
         s.iterate(0, s.budget_e)
+
+
+def test_each_lane_runs_on_its_own_stream_and_pool() -> None:
+    device = CudaDevice(2**30)
+    seen = {}
+    for lane in (0, 1):
+        with device.lane_context(lane):
+            seen[lane] = torch.cuda.current_stream()
+            x = torch.empty(1 << 22, device="cuda")  # 16 MiB, allocated in the lane's pool
+            assert x.is_cuda
+            del x
+    assert seen[0] != seen[1]
+    assert all(s != torch.cuda.default_stream() for s in seen.values())
+    device.drop_lane(0)
+    device.drop_lane(1)
+    torch.cuda.synchronize()
+    reserved = torch.cuda.memory_reserved()
+    for lane in range(2, 22):  # lanes made and deleted: their pools' memory goes back
+        with device.lane_context(lane):
+            x = torch.empty(1 << 22, device="cuda")
+            del x
+        device.drop_lane(lane)
+    assert torch.cuda.memory_reserved() <= reserved + 3 * 2**22  # not 20 x 16 MiB
+
+
+def test_pools_are_dropped_while_other_lanes_allocate() -> None:
+    """Dropping a lane while another lane's thread allocates into its pool must not abort
+    the process (a destroyed pool did, on torch 2.11)."""
+    device = CudaDevice(2**30)
+    stop = threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            with device.lane_context(0):
+                torch.randn(1 << 16, device="cuda").sum().item()
+
+    t = threading.Thread(target=busy)
+    t.start()
+    try:
+        for lane in range(1, 30):
+            with device.lane_context(lane):
+                torch.randn(1 << 16, device="cuda").sum().item()
+            device.drop_lane(lane)
+            with device.job_context(lane):
+                torch.zeros(1 << 10, device="cuda")
+            device.drop_job(lane)
+    finally:
+        stop.set()
+        t.join()

@@ -9,8 +9,10 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from tests.salus.runtime.stack import DEVICE
+
 from kairos.experiments import ExperimentContext
-from kairos.salus.experiments import on_service
+from kairos.salus.experiments import on_service, on_service_e4
 
 
 def ctx(tmp_path: Path) -> ExperimentContext:
@@ -18,7 +20,9 @@ def ctx(tmp_path: Path) -> ExperimentContext:
 
 
 def test_e2_real_jobs_follow_srtf_at_every_boundary(tmp_path: Path) -> None:
-    out = on_service.service_e2(on_service.ServiceE2Config(scale=0.004), ctx(tmp_path))
+    out = on_service.service_e2(
+        on_service.ServiceE2Config(scale=0.004, device=DEVICE), ctx(tmp_path)
+    )
     s: dict[str, Any] = out["summary"]
     assert s["states"] == " ".join(["done"] * 6)
     assert s["srtf_violations"] == 0
@@ -38,14 +42,16 @@ def test_e2_real_jobs_follow_srtf_at_every_boundary(tmp_path: Path) -> None:
 
 
 def test_the_srtf_check_can_fail(tmp_path: Path) -> None:
-    out = on_service.service_e2(on_service.ServiceE2Config(scale=0.002), ctx(tmp_path))
+    out = on_service.service_e2(
+        on_service.ServiceE2Config(scale=0.002, device=DEVICE), ctx(tmp_path)
+    )
     run = out["run"]
     run.expected = list(reversed(run.expected))  # the same timeline judged with other T's
     assert on_service.srtf_violations(run)
 
 
 def test_e3_real_jobs_get_equal_fair_shares(tmp_path: Path) -> None:
-    cfg = on_service.ServiceE3Config(solo_s=2.0, windows=16)
+    cfg = on_service.ServiceE3Config(solo_s=2.0, windows=16, device=DEVICE)
     out = on_service.service_e3(cfg, ctx(tmp_path))
     s = out["summary"]
     assert s["states"] == "done done done" and s["finishing_order"] == "0 1 2"
@@ -71,3 +77,18 @@ def test_e1_real_jobs_fifo_in_order_and_srtf_by_rule(tmp_path: Path) -> None:
         assert group[0]["rule_violations"] == 0, policy
     rows = {r["policy"]: r for r in out["rows"]}
     assert rows["fifo"]["jct_vs_fifo"] == 1.0 and rows["srtf"]["jct_vs_fifo"] > 0
+
+
+def test_e4_real_jobs_are_packed_under_pack_and_run_one_by_one_under_fifo(tmp_path: Path) -> None:
+    """E4's mechanics on the real service (the speed-up itself is a GPU question: on CPU the
+    lanes are threads sharing the cores): every job ends, FIFO keeps one lane, PACK opens
+    several and the FIFO / PACK makespans are paired per repeat."""
+    cfg = on_service_e4.ServiceE4Config(jobs=3, solo_s=0.3, repeats=2, device=DEVICE)
+    rows = on_service_e4.service_e4(cfg, ctx(tmp_path))["rows"]
+    assert [r["batch"] for r in rows] == ["low", "saturating"]
+    for r in rows:
+        assert r["states"] == "done"
+        assert r["pack_lanes"] >= 2, r  # the batch shares the device at once
+        assert r["lo"] <= r["fifo_over_pack"] <= r["hi"]
+        per_repeat = [float(x) for x in r["fifo_over_pack_per_repeat"].split()]
+        assert len(per_repeat) == 2 and all(x > 0 for x in per_repeat)

@@ -10,9 +10,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.salus.runtime import faulty
+from tests.salus.runtime.stack import runtime_device
 
 from kairos.salus.runtime import zoo
-from kairos.salus.runtime.device import Device
 from kairos.salus.runtime.job import FactoryError, build, check_options, check_path, load_factory
 from kairos.salus.runtime.memory import OverBudget, StorageTracker, state_tensors, storage_bytes
 from kairos.salus.runtime.profiler import LeakDuringProfile, Measured, profile
@@ -123,7 +123,7 @@ def test_budget_margins() -> None:
 
 
 def _session(name: str) -> Session:
-    s = Session(0, Device(2**30))
+    s = Session(0, runtime_device())
     s.setup(getattr(faulty, name), "train", {}, warmup=3, measured=5, margins=(0.1, 0.05))
     return s
 

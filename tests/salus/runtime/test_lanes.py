@@ -7,9 +7,9 @@ import itertools
 import threading
 
 import pytest
+from tests.salus.runtime.stack import runtime_device
 
 from kairos.salus.runtime import zoo
-from kairos.salus.runtime.device import Device
 from kairos.salus.runtime.lanes import IterationRun, LaneThreads, SwitchMode
 from kairos.salus.runtime.session import Session
 
@@ -17,7 +17,7 @@ from kairos.salus.runtime.session import Session
 def _sessions(n: int, **options: int) -> dict[int, Session]:
     out = {}
     for i in range(n):
-        s = Session(i, Device(2**30))
+        s = Session(i, runtime_device())
         s.setup(zoo.lstm, "train", {"seed": i, **options}, 1, 2, (0.1, 0.05))
         out[i] = s
     return out

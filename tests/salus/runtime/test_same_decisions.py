@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 
 import pytest
-from tests.salus.runtime.stack import TINY, ZOO
+from tests.salus.runtime.stack import DEVICE, TINY, ZOO
 
 from kairos.salus.driver import Driver, IterationRecord, Launch
 from kairos.salus.policies import make_policy
@@ -53,7 +53,9 @@ class ReplayWorker:
 
 def served(policy: str) -> tuple[SalusService, list[IterationRecord]]:
     """The real service in process on the wall clock, the jobs submitted on a schedule."""
-    service = SalusService(ServiceSettings(policy=policy, torch_threads=1), record=True)
+    service = SalusService(
+        ServiceSettings(policy=policy, torch_threads=1, device=DEVICE), record=True
+    )
 
     async def main() -> list[IterationRecord]:
         await service.start()

@@ -11,13 +11,14 @@ simulated figures, deciding for real PyTorch jobs that run on this machine's CPU
   same load) of real jobs under FIFO, SRTF, PACK and FAIR, paired per seed: FIFO / policy
   average JCT with a 95% CI. A few seeds of a dozen jobs: the CI says what they can resolve.
 On CPU, lanes are threads: PACK's concurrent lanes measure CPU thread contention, not GPU
-packing, so its number here says nothing about a GPU.
+packing, so its number here says nothing about a GPU. `device="cuda"` runs the same jobs on a
+GPU (lanes as CUDA streams and memory pools).
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -60,10 +61,14 @@ def srtf_violations(run: ServiceRun) -> list[str]:
     return bad
 
 
+Device = Literal["cpu", "cuda"]
+
+
 class ServiceE2Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scale: float = Field(0.01, gt=0, le=1, description="real seconds per simulated second")
+    device: Device = "cpu"
 
 
 def _jobs_for(durations: list[tuple[float, float, str]], t_iter: dict[str, float]) -> list[RealJob]:
@@ -82,10 +87,10 @@ def _jobs_for(durations: list[tuple[float, float, str]], t_iter: dict[str, float
     {"scale": 0.004},
 )
 def service_e2(cfg: ServiceE2Config, ctx: ExperimentContext) -> dict[str, Any]:
-    t_iter = calibrate(sorted(set(E2_WORKLOADS)))
+    t_iter = calibrate(sorted(set(E2_WORKLOADS)), device=cfg.device)
     pairs = zip(E2_REAL_JOBS, E2_WORKLOADS, strict=True)
     spec = [(at * cfg.scale, d * cfg.scale, w) for (at, d), w in pairs]
-    run = run_on_service("srtf", _jobs_for(spec, t_iter))
+    run = run_on_service("srtf", _jobs_for(spec, t_iter), device=cfg.device)
     index = {job_id: k for k, job_id in enumerate(run.ids)}
     segs = segments(run.timeline)
     for s in segs:
@@ -114,6 +119,7 @@ class ServiceE3Config(BaseModel):
     workload: str = "cnn"
     solo_s: float = Field(4.0, gt=0, description="each job's exclusive run time")
     windows: int = Field(24, ge=4)
+    device: Device = "cpu"
 
 
 @experiment(
@@ -124,10 +130,10 @@ class ServiceE3Config(BaseModel):
     {"solo_s": 2.0, "windows": 16},
 )
 def service_e3(cfg: ServiceE3Config, ctx: ExperimentContext) -> dict[str, Any]:
-    t_iter = calibrate([cfg.workload])
+    t_iter = calibrate([cfg.workload], device=cfg.device)
     quarter = cfg.solo_s / 4
     spec = [(k * quarter, cfg.solo_s, cfg.workload) for k in range(3)]
-    run = run_on_service("fair", _jobs_for(spec, t_iter))
+    run = run_on_service("fair", _jobs_for(spec, t_iter), device=cfg.device)
     tl = run.timeline
     t0, t1 = min(r.start for r in tl), max(r.end for r in tl)
     edges = np.linspace(t0, t1, cfg.windows + 1)
@@ -161,6 +167,7 @@ class ServiceE1Config(BaseModel):
     unit_s: float = Field(0.4, gt=0, description="real seconds of the trace's 1-minute job")
     policies: tuple[str, ...] = ("fifo", "srtf", "pack", "fair")
     workloads: tuple[str, ...] = ("cnn", "vae", "superres")
+    device: Device = "cpu"
 
 
 def e1_real_trace(cfg: ServiceE1Config, seed: int, t_iter: dict[str, float]) -> list[RealJob]:
@@ -186,13 +193,13 @@ def e1_real_trace(cfg: ServiceE1Config, seed: int, t_iter: dict[str, float]) -> 
     {"jobs": 6, "seeds": 1, "unit_s": 0.2, "policies": ("fifo", "srtf")},
 )
 def service_e1(cfg: ServiceE1Config, ctx: ExperimentContext) -> dict[str, Any]:
-    t_iter = calibrate(list(cfg.workloads))
+    t_iter = calibrate(list(cfg.workloads), device=cfg.device)
     seeds = list(range(cfg.first_seed, cfg.first_seed + cfg.seeds))
     runs: dict[str, list[dict[str, Any]]] = {p: [] for p in cfg.policies}
     for seed in seeds:
         trace = e1_real_trace(cfg, seed, t_iter)
         for policy in cfg.policies:
-            run = run_on_service(policy, trace)
+            run = run_on_service(policy, trace, device=cfg.device)
             checks = {"seed": seed, "states": " ".join(run.states)}
             if policy == "srtf":
                 checks["rule_violations"] = len(srtf_violations(run))

@@ -42,6 +42,7 @@ class RealJob:
     iterations: int
     submit_s: float
     expected_s: float | None = None
+    options: dict[str, Any] | None = None  # the factory's options; None: `WORKLOADS`'
 
 
 @dataclass
@@ -54,6 +55,7 @@ class ServiceRun:
     states: list[str] = field(default_factory=list)
     arrivals: list[float] = field(default_factory=list)  # when each reached the driver
     expected: list[float | None] = field(default_factory=list)  # T as the driver had it
+    errors: list[str] = field(default_factory=list)  # why each failed job failed
 
     def summary(self) -> dict[str, Any]:
         n = len(self.jct_s)
@@ -66,16 +68,27 @@ class ServiceRun:
         }
 
 
-def calibrate(workloads: list[str], iterations: int = 20, threads: int = 1) -> dict[str, float]:
-    """Solo seconds per iteration of each workload (median over `iterations`), measured here
-    the way the service's profiler measures it: what a user would base T on."""
+def calibrate(
+    workloads: list[str],
+    iterations: int = 20,
+    threads: int = 1,
+    device: str = "cpu",
+    options: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, float]:
+    """Solo seconds per iteration of each workload (median over `iterations`), measured on
+    `device` the way the service's profiler measures it: what a user would base T on."""
     import torch
 
     torch.set_num_threads(threads)
+    where = make_device(device, 2**30 if device == "cpu" else None)
     out: dict[str, float] = {}
-    for name in workloads:
-        parts = build(load_factory(f"{ZOO}:{name}"), "train", dict(WORKLOADS[name]))
-        out[name] = profile(parts, StorageTracker(), warmup=3, measured=iterations).t_iter
+    for k, name in enumerate(workloads):
+        opts = dict((options or {}).get(name, WORKLOADS[name]))
+        with where.job_context(-1 - k):
+            parts = build(load_factory(f"{ZOO}:{name}"), "train", opts)
+            out[name] = profile(parts, StorageTracker(), warmup=3, measured=iterations).t_iter
+        del parts
+        where.drop_job(-1 - k)
     return out
 
 
@@ -87,6 +100,8 @@ def run_on_service(
     if any(b.submit_s < a.submit_s for a, b in itertools.pairwise(jobs)):
         raise ValueError("the trace's jobs must be in submission order")
     settings.setdefault("torch_threads", 1)
+    if settings.get("device") == "cuda":
+        settings.setdefault("capacity_bytes", None)  # the GPU's own memory
     settings.setdefault("warmup", 1)
     settings.setdefault("measured", 3)
     service_settings = ServiceSettings(policy=policy, **settings)
@@ -106,7 +121,7 @@ def run_on_service(
                     factory=f"{ZOO}:{job.workload}",
                     iterations=job.iterations,
                     expected_s=job.expected_s,
-                    options=dict(WORKLOADS[job.workload]),
+                    options=dict(WORKLOADS[job.workload] if job.options is None else job.options),
                 )
                 record = service.submit(spec)
                 ids.append(record.id)
@@ -116,7 +131,8 @@ def run_on_service(
             records = [service.jobs[i] for i in ids]
             ends = [r.finished or float("nan") for r in records]
             assert service.driver is not None and service.driver.timeline is not None
-            driven = [service.driver.jobs[i] for i in ids]
+            # a job that failed in set-up or profiling never reached the driver
+            driven = [service.driver.jobs.get(i) for i in ids]
             return ServiceRun(
                 policy,
                 [e - s for e, s in zip(ends, submitted, strict=True)],
@@ -124,8 +140,9 @@ def run_on_service(
                 list(service.driver.timeline),
                 ids,
                 [r.state.value for r in records],
-                [j.arrival for j in driven],
-                [j.expected for j in driven],
+                [j.arrival if j else float("nan") for j in driven],
+                [j.expected if j else None for j in driven],
+                [f"{r.id}: {r.error}" for r in records if r.error],
             )
         finally:
             await service.stop()

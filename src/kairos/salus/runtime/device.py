@@ -6,12 +6,13 @@ gets its own `torch.cuda.Stream` and `torch.cuda.MemPool`, the iteration is run 
 current, and it is timed with CUDA events on the lane's stream; each job's persistent state is
 built in a pool of its own. Dropping a lane drops its pool, which returns its cached blocks.
 
-The CUDA path has not been run on a GPU in this repository's CI (no GPU here); its tests skip
-only when CUDA is absent.
+CI has no GPU: the CUDA path's tests skip only when CUDA is absent, and
+`KAIROS_SALUS_TEST_DEVICE=cuda` runs the runtime tests on a GPU (run on an H200, docs/salus.md).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -38,6 +39,10 @@ class Device:
         """Entered around every iteration on `lane`."""
         return nullcontext()
 
+    def profile_context(self) -> Any:
+        """Entered around the profiler's iterations, before the job has a lane."""
+        return nullcontext()
+
     def timed(self, lane: int, fn: Callable[[], None]) -> float:
         """Run `fn` on `lane`; its duration in seconds."""
         t0 = time.perf_counter()
@@ -52,7 +57,16 @@ class Device:
 
 
 class CudaDevice(Device):
-    """One GPU: a stream and a memory pool per lane, a pool per job's persistent state."""
+    """One GPU: a stream and a memory pool per lane, a pool per job's persistent state.
+
+    A pool is destroyed only while no thread allocates into any pool: PyTorch's caching
+    allocator treats allocation into a pool like a graph capture, and destroying a pool (or
+    `empty_cache`) while another thread is inside one aborts the process (seen on an H200 with
+    torch 2.11: `captures_underway.empty()` in `~MemPool`). A dropped lane's or job's pool is
+    parked and destroyed, its cached blocks returned to the device, as soon as no thread is
+    inside a pool (at once when the device is otherwise idle). Pools are not recycled: the
+    allocator ties cached blocks to the stream that allocated them, so a dead lane's blocks
+    would serve no later lane."""
 
     kind = "cuda"
 
@@ -66,29 +80,65 @@ class CudaDevice(Device):
         self._streams: dict[int, torch.cuda.Stream] = {}
         self._pools: dict[int, Any] = {}
         self._job_pools: dict[int, Any] = {}
+        self._lock = threading.Lock()
+        self._inside = 0  # threads now allocating into one of the pools
+        self._parked: list[Any] = []  # dropped pools, destroyed once `_inside` is 0
 
     def _lane(self, lane: int) -> tuple[torch.cuda.Stream, Any]:
-        if lane not in self._streams:
-            self._streams[lane] = torch.cuda.Stream(self.torch_device)
-            self._pools[lane] = torch.cuda.MemPool()
-        return self._streams[lane], self._pools[lane]
+        with self._lock:
+            if lane not in self._streams:
+                self._streams[lane] = torch.cuda.Stream(self.torch_device)
+                self._pools[lane] = torch.cuda.MemPool()
+            return self._streams[lane], self._pools[lane]
+
+    @contextmanager
+    def _in_pool(self, pool: Any) -> Iterator[None]:
+        with self._lock:
+            self._inside += 1
+        try:
+            with torch.cuda.use_mem_pool(pool, self.torch_device):
+                yield
+        finally:
+            del pool  # only the device's own lists may keep a pool alive
+            with self._lock:
+                self._inside -= 1
+                self._destroy_parked()
+
+    def _destroy_parked(self) -> None:
+        """Under the lock: destroy the parked pools if no thread is inside a pool."""
+        if self._inside == 0 and self._parked:
+            self._parked.clear()  # the pools' destructors run here
+            torch.cuda.empty_cache()  # their cached blocks go back to the device
+
+    def _park(self, pool: Any) -> None:
+        with self._lock:
+            self._parked.append(pool)
+            self._destroy_parked()
 
     @contextmanager
     def job_context(self, job: int) -> Iterator[None]:
         """The factory runs with the GPU as default device (its tensors are made there) and
         the job's own pool current."""
-        pool = self._job_pools.setdefault(job, torch.cuda.MemPool())
-        with self.torch_device, torch.cuda.use_mem_pool(pool, self.torch_device):
+        with self._lock:
+            if job not in self._job_pools:
+                self._job_pools[job] = torch.cuda.MemPool()
+            pool = self._job_pools[job]
+        with self.torch_device, self._in_pool(pool):
             yield
+
+    def profile_context(self) -> Any:
+        """The profiler's iterations allocate from the shared default pool, not the job's:
+        blocks cached in the job's pool would stay reserved for the job's whole life, on top
+        of the lane that later holds its ephemeral memory (on an H200, six such jobs under
+        PACK ran the device out of memory)."""
+        return self.torch_device
 
     @contextmanager
     def lane_context(self, lane: int) -> Iterator[None]:
         stream, pool = self._lane(lane)
-        with (
-            self.torch_device,
-            torch.cuda.stream(stream),
-            torch.cuda.use_mem_pool(pool, self.torch_device),
-        ):
+        in_pool = self._in_pool(pool)
+        del pool
+        with self.torch_device, torch.cuda.stream(stream), in_pool:
             yield
 
     def timed(self, lane: int, fn: Callable[[], None]) -> float:
@@ -104,13 +154,17 @@ class CudaDevice(Device):
         return float(start.elapsed_time(end)) / 1e3
 
     def drop_lane(self, lane: int) -> None:
-        self._streams.pop(lane, None)
-        if self._pools.pop(lane, None) is not None:
-            torch.cuda.empty_cache()  # the dropped pool's cached blocks go back to the device
+        with self._lock:
+            self._streams.pop(lane, None)
+            pool = self._pools.pop(lane, None)
+        if pool is not None:
+            self._park(pool)
 
     def drop_job(self, job: int) -> None:
-        if self._job_pools.pop(job, None) is not None:
-            torch.cuda.empty_cache()
+        with self._lock:
+            pool = self._job_pools.pop(job, None)
+        if pool is not None:
+            self._park(pool)
 
 
 def make_device(kind: str, capacity: int | None) -> Device:

@@ -15,6 +15,8 @@ import statistics
 import time
 from dataclasses import dataclass
 
+import torch
+
 from kairos.salus.runtime.job import JobParts
 from kairos.salus.runtime.memory import StorageTracker
 
@@ -34,6 +36,13 @@ class Measured:
         p = math.ceil(self.persistent * (1 + margin_p))
         total = math.ceil((self.persistent + self.ephemeral) * (1 + margin_total))
         return p, max(self.ephemeral, total - p)
+
+
+def _finish_kernels() -> None:
+    """On a GPU the step returns once its kernels are queued: wait for them on this thread's
+    stream, so that t_iter is the iteration's time and not its launch time."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.current_stream().synchronize()
 
 
 class LeakDuringProfile(RuntimeError):
@@ -57,6 +66,7 @@ def profile(
             tracker.reset_peak()
             t0 = time.perf_counter()
             parts.run_iteration()
+            _finish_kernels()
             times.append(time.perf_counter() - t0)
             peaks.append(tracker.peak)
         end = tracker.live

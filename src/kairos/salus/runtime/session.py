@@ -56,13 +56,14 @@ class Session:
         measured: int,
         margins: tuple[float, float],
     ) -> Measured:
-        """Build the job in its persistent context and profile it (warm-up included): the
-        profiling iterations run there too, which on a GPU creates the lazy per-stream state
-        before admission (spec 6.5)."""
+        """Build the job in its persistent context, then profile it (warm-up included) in the
+        device's profiling context: lazy state the first iterations create exists before
+        admission (spec 6.5), and on a GPU their ephemeral blocks are not cached in the job's
+        own pool for its whole life."""
         try:
-            with self.device.job_context(self.job_id):
-                with self.tracker:
-                    self.parts = build(factory, kind, options)
+            with self.device.job_context(self.job_id), self.tracker:
+                self.parts = build(factory, kind, options)
+            with self.device.profile_context():
                 self.measured = profile(self.parts, self.tracker, warmup, measured)
         except Exception as exc:
             raise JobFailed(f"setting the job up failed: {type(exc).__name__}: {exc}") from exc
