@@ -1,5 +1,6 @@
 """The CUDA path: a stream and a memory pool per lane, CUDA-event timing, allocator statistics.
-Skipped only when CUDA is absent (never verified on this repository's CPU-only machines)."""
+Skipped only when CUDA is absent (CI has no GPU); run on an H200 once (docs/salus.md, "On a
+GPU"), together with the other runtime tests under `KAIROS_SALUS_TEST_DEVICE=cuda`."""
 
 from __future__ import annotations
 
