@@ -17,10 +17,13 @@
 3. Against transformers (`kairos.andes.engine.anchor`): one 56M-parameter Llama checkpoint
    and one mixed-length request set through our engine, transformers' static `generate` and
    its continuous batching, each on a thread of its own, in rotating order for R rounds; the
-   greedy tokens must be identical (an assertion). Printed: ours/theirs (per-round paired
-   ratios, geometric mean and 95% CI) and each runner's busy cores during decode (process
-   CPU time / wall time from the moment every request has its first token), with the
-   thread count and the load average: on a shared machine other processes take cores too.
+   greedy tokens must be identical (an assertion). On mixed lengths our engine also runs
+   without decode lanes ("ours, one pass": every iteration one forward pass on torch's
+   intra-op threads), so the lanes' own gain is paired in the same rounds. Printed:
+   ours/theirs (per-round paired ratios, geometric mean and 95% CI) and each runner's busy
+   cores during decode (process CPU time / wall time from the moment every request has its
+   first token), with the thread count and the load average: on a shared machine other
+   processes take cores too.
 """
 
 from __future__ import annotations
@@ -179,12 +182,18 @@ def against_transformers(quick: bool) -> list[dict[str, Any]]:
         rows = []
         for label, (prompts, outs) in (("mixed", mixed), ("single", single)):
             runners: dict[str, Callable[[], Run]] = {
-                "ours": lambda p=prompts, o=outs: run_ours(model, p, o),
-                "static": lambda p=prompts, o=outs: run_static(hf, p, o),
-                "continuous": lambda p=prompts, o=outs: run_continuous(hf, p, o),
+                "ours": lambda p=prompts, o=outs: run_ours(model, p, o)
             }
+            if len(prompts) > 1:  # one request never fills two lanes: nothing to compare
+                runners[ONE_PASS] = lambda p=prompts, o=outs: run_ours(model, p, o, lanes=0)
+            runners["transformers static"] = lambda p=prompts, o=outs: run_static(hf, p, o)
+            runners["transformers continuous"] = lambda p=prompts, o=outs: run_continuous(hf, p, o)
             rows += _anchor_rounds(label, runners, sum(outs), rounds)
     return rows
+
+
+# our engine without decode lanes (lanes.py): every iteration one pass on torch's threads
+ONE_PASS = "ours, one pass"
 
 
 def _on_own_thread(runner: Callable[[], Run]) -> Run:
@@ -230,7 +239,7 @@ def _anchor_rounds(
     for name in names:
         row: dict[str, Any] = {
             "requests": label,
-            "system": "ours" if name == "ours" else f"transformers {name}",
+            "system": name,
             "tok_s": tokens / min(walls[name]),
             "ms_per_token": 1e3 * min(walls[name]) / tokens if label == "single" else None,
             "decode_busy_cores": statistics.median(busy[name]),

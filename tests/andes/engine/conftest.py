@@ -57,6 +57,8 @@ def make_engine(
     max_model_len: int = 512,
     seed: int = 0,
     stage_decodes: bool | None = None,
+    decode_lanes: int | None = None,
+    adaptive_lanes: bool = True,
 ) -> LLMEngine:
     cfg = EngineConfig(
         dtype="float64",
@@ -69,6 +71,8 @@ def make_engine(
         max_num_batched_tokens=2048,
         seed=seed,
         stage_decodes=stage_decodes,
+        decode_lanes=decode_lanes,
+        adaptive_lanes=adaptive_lanes,
     )
     return LLMEngine(
         cfg,

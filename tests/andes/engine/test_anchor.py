@@ -42,11 +42,12 @@ def test_same_greedy_tokens_as_transformers(tmp_path: Path) -> None:
     gen = torch.Generator().manual_seed(3)
     prompts, outs = mixed_requests(5, TINY.vocab_size, gen, (3, 40), (2, 20))
     assert len(set(outs)) > 1 and len(set(map(len, prompts))) > 1  # really mixed
-    ours = run_ours(ours_model, prompts, outs, "andes")
+    ours = run_ours(ours_model, prompts, outs, "andes", lanes=2)  # decode lanes (lanes.py)
     assert [len(t) for t in ours.tokens] == outs
+    one_pass = run_ours(ours_model, prompts, outs, "andes", lanes=0)
     static = run_static(hf, prompts, outs)
     continuous = run_continuous(hf, prompts, outs)
-    assert ours.tokens == static.tokens == continuous.tokens
+    assert ours.tokens == one_pass.tokens == static.tokens == continuous.tokens
     for run in (ours, static, continuous):
         assert run.start <= run.decode_from <= run.end
 

@@ -133,9 +133,14 @@ def transformers_model(directory: Path) -> Any:
 
 
 def run_ours(
-    model: LlamaForCausalLM, prompts: Sequence[list[int]], outs: Sequence[int], policy: str = "fcfs"
+    model: LlamaForCausalLM,
+    prompts: Sequence[list[int]],
+    outs: Sequence[int],
+    policy: str = "fcfs",
+    lanes: int | None = None,
 ) -> Run:
-    """Every request added at once, each with its own output length; steps until done."""
+    """Every request added at once, each with its own output length; steps until done.
+    `lanes`: the engine's `decode_lanes` (None: its default)."""
     bs = 16
     blocks = sum(-(-(len(p) + n) // bs) for p, n in zip(prompts, outs, strict=True)) + 8
     longest = max(len(p) + n for p, n in zip(prompts, outs, strict=True))
@@ -146,6 +151,7 @@ def run_ours(
             max_model_len=min(-(-longest // bs) * bs, model.config.max_position_embeddings),
             max_num_seqs=max(len(prompts), 1),
             policy=policy,
+            decode_lanes=lanes,
         ),
         model=model,
     )

@@ -27,7 +27,7 @@ sequences as the last one (no prefill, no swap in between), the contexts gathere
 are attended again; any other iteration gathers afresh ("fill") or drops them ("off"). While
 reusing, new tokens go to the staged rows only; the runner copies them into their paged slots
 in one go at the start of the next iteration that is not a reuse, before any swap or gather
-reads the paged cache (`ModelRunner.flush_staged`). A slot freed meanwhile (its request
+reads the paged cache (`DecodeStage.flush`, staging.py). A slot freed meanwhile (its request
 finished) may receive a stale token then, which is harmless: its next owner writes a slot
 before any query reads it. Staging holds the running decode batch's KV a second time, so it
 is meant for host memory (the engine enables it on CPU).

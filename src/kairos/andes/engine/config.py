@@ -156,6 +156,11 @@ class EngineConfig(BaseModel):
     # keep the decode batch's gathered contexts between iterations (attention.py, "Staging");
     # None: on for CPU, where memory is plentiful and the per-layer gather is the cost
     stage_decodes: bool | None = None
+    # decode lanes (lanes.py): decode-only iterations split over this many threads of one
+    # intra-op thread each; None: on a CPU, torch's intra-op thread count; 0 or 1: none
+    decode_lanes: int | None = Field(None, ge=0)
+    # lanes or one pass per iteration by measured speed (lane_choice.py); False: always lanes
+    adaptive_lanes: bool = True
 
     @model_validator(mode="after")
     def _fits(self) -> EngineConfig:

@@ -139,7 +139,17 @@ class LLMEngine:
             self.device,
         )
         stage = cfg.stage_decodes if cfg.stage_decodes is not None else self.device.type == "cpu"
-        self.runner = ModelRunner(self.model, self.cache, self.device, stage_decodes=stage)
+        lanes = cfg.decode_lanes
+        if lanes is None:
+            lanes = torch.get_num_threads() if self.device.type == "cpu" else 0
+        self.runner = ModelRunner(
+            self.model,
+            self.cache,
+            self.device,
+            stage_decodes=stage,
+            lanes=lanes,
+            adaptive_lanes=cfg.adaptive_lanes,
+        )
         self.lock = threading.RLock()
         self.seqs: dict[str, Sequence_] = {}
         self.counters = Counters()

@@ -162,12 +162,23 @@ class LlamaForCausalLM(nn.Module):
         kv_cache: list[LayerKV] | None = None,
     ) -> torch.Tensor:
         """Logits at each sequence's last scheduled token: [S, vocab]."""
+        return self.lm_head(self.hidden(input_ids, positions, batch, kv_cache))
+
+    def hidden(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        batch: AttentionBatch,
+        kv_cache: list[LayerKV] | None = None,
+    ) -> torch.Tensor:
+        """The final norm's output at each sequence's last scheduled token: [S, hidden].
+        Apart from `forward` so decode lanes (lanes.py) can run the layers on parts of a
+        batch and the vocabulary projection, one large GEMM that threads well, on all rows."""
         x = self.model.embed_tokens(input_ids)
         rope = self.rope.cos_sin(positions, x.dtype)
         for i, layer in enumerate(self.model.layers):
             x = layer(x, rope, batch, kv_cache[i] if kv_cache else None)
-        x = self.model.norm(x[batch.last_index])
-        return self.lm_head(x)
+        return self.model.norm(x[batch.last_index])
 
     @torch.inference_mode()
     def dense_logits(self, input_ids: torch.Tensor) -> torch.Tensor:

@@ -6,14 +6,20 @@ for a request with `computed` tokens already cached feeds tokens `computed .. co
 at those positions: a prefill, a prefill chunk, a recompute after preemption (prompt plus
 generated text) and a decode are all the same operation.
 
-The runner also decides, per iteration, whether the decode batch's contexts gathered last
-iteration can be reused (`attention.py`, "Staging"): only when this iteration decodes exactly
-the sequences the last one did, each one token further, with no swap in between. Any other
-iteration first flushes what the reuses wrote only to the staged rows into the paged cache.
+An iteration that only decodes, with no swap, and has at least `LANE_MIN_ROWS` sequences per
+decode lane may run on the lanes (lanes.py), when they are measured faster than one pass at
+the time (lane_choice.py): the batch is split into balanced parts, a request
+staying in its lane while the batch allows (so each lane's staged contexts are reused), each
+part's pass through the layers runs on its own lane thread, and the vocabulary projection and
+sampling run on all rows in the batch's order on the calling thread. Any other iteration runs
+whole on the calling thread with torch's intra-op threads. Each path stages its decode
+contexts on its own (staging.py); switching path flushes and drops the other's.
 """
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -21,12 +27,15 @@ import torch
 
 from kairos.andes.engine.api import SamplingParams
 from kairos.andes.engine.attention import AttentionBatch, StageMode
-from kairos.andes.engine.kv_cache import KVCache
+from kairos.andes.engine.kv_cache import KVCache, LayerKV
+from kairos.andes.engine.lane_choice import LaneChoice
+from kairos.andes.engine.lanes import DecodeLanes
 from kairos.andes.engine.model import LlamaForCausalLM
 from kairos.andes.engine.sampler import sample
+from kairos.andes.engine.staging import DecodeStage
 from kairos.andes.scheduler import SchedulerOutput
 
-STAGE_HEADROOM_BLOCKS = 4  # a fill gathers this many blocks more than needed: 64 reuses
+LANE_MIN_ROWS = 2  # fewer decodes per lane than this run whole (a one-row part gains little)
 
 
 class ModelRunner:
@@ -37,63 +46,27 @@ class ModelRunner:
         device: torch.device,
         *,
         stage_decodes: bool = False,
+        lanes: int = 0,
+        adaptive_lanes: bool = True,
     ) -> None:
+        """`lanes`: decode lanes (threads of one intra-op thread each); below 2, none.
+        `adaptive_lanes`: a `LaneChoice` picks lanes or one pass by measured speed; off,
+        every eligible iteration runs on the lanes."""
         self.model = model
         self.cache = cache
         self.device = device
-        self.stage_decodes = stage_decodes
-        # what the staged contexts hold: request ids, each row's next position, capacity
-        self._staged: tuple[tuple[str, ...], list[int], int] | None = None
-        # tokens written only to the staged rows: (paged slots, staged flat slots) per reuse
-        self._unflushed: list[tuple[torch.Tensor, torch.Tensor]] = []
-        self.stage_counts = {"off": 0, "fill": 0, "reuse": 0}
-        self.last_stage: StageMode = "off"  # the last iteration's (a reuse gathers nothing)
-
-    def _stage_mode(
-        self, out: SchedulerOutput, rids: list[str], starts: list[int], lengths: list[int]
-    ) -> tuple[StageMode, int]:
-        """How this iteration uses staging, and how many blocks a fill gathers per row."""
-        mode: StageMode = "off"
-        blocks = 0
-        if self.stage_decodes and not out.block_copies and all(n == 1 for n in lengths):
-            bs = self.cache.block_size
-            prev = self._staged
-            if prev and prev[0] == tuple(rids) and prev[1] == starts and max(starts) < prev[2]:
-                mode, blocks = "reuse", prev[2] // bs
-            else:
-                mode = "fill"
-                blocks = -(-(max(starts) + 1) // bs) + STAGE_HEADROOM_BLOCKS
-        if mode == "off":
-            self._unstage()
-        else:
-            if mode == "fill":
-                self.flush_staged()  # before this iteration's swaps and gathers read the cache
-            self._staged = (tuple(rids), [s + 1 for s in starts], blocks * self.cache.block_size)
-        self.stage_counts[mode] += 1
-        self.last_stage = mode
-        return mode, blocks
-
-    def _unstage(self) -> None:
-        self.flush_staged()  # before this iteration's swaps and gathers read the cache
-        if self._staged is not None:
-            for layer in self.cache.layers:
-                layer.unstage()
-        self._staged = None
-
-    def flush_staged(self) -> None:
-        """Copy the tokens that reuse iterations wrote only to the staged rows into their
-        paged slots (one gather and one scatter per layer and tensor)."""
-        if not self._unflushed:
-            return
-        slots = torch.cat([s for s, _ in self._unflushed])
-        rows = torch.cat([r for _, r in self._unflushed])
-        self._unflushed.clear()
-        for layer in self.cache.layers:
-            for paged, staged in ((layer.k, layer.staged_k), (layer.v, layer.staged_v)):
-                assert staged is not None
-                hkv, _, _, d = paged.shape
-                src = staged.view(hkv, -1, d).index_select(1, rows)
-                paged.view(hkv, -1, d).index_copy_(1, slots, src)
+        bs = cache.block_size
+        self.stage = DecodeStage(cache.layers, bs, stage_decodes)
+        self.lanes = DecodeLanes(lanes) if lanes >= 2 else None
+        self.lane_stages = [  # each lane stages in LayerKVs of its own over the shared cache
+            DecodeStage([LayerKV(kv.k, kv.v) for kv in cache.layers], bs, stage_decodes)
+            for _ in range(lanes if self.lanes else 0)
+        ]
+        self._lane_of: dict[str, int] = {}  # request id -> its lane, while it decodes there
+        self.lane_choice = LaneChoice() if self.lanes and adaptive_lanes else None
+        self.stage_counts = {"off": 0, "fill": 0, "reuse": 0}  # per (lane) forward pass
+        self.lane_iterations = 0
+        self.last_stage: StageMode = "off"  # the last iteration's ("reuse": nothing gathered)
 
     def apply_swaps(self, out: SchedulerOutput) -> None:
         for direction, mapping in out.block_copies:
@@ -101,6 +74,32 @@ class ModelRunner:
                 self.cache.swap_out(mapping)
             else:
                 self.cache.swap_in(mapping)
+
+    def _lane_rows(self, out: SchedulerOutput, rids: list[str]) -> list[list[int]] | None:
+        """The batch rows of each lane, or None when the iteration runs whole. A request
+        keeps its lane; new ones go to the smallest; a lane two or more larger than another
+        gives its last request away (both lanes then regather once)."""
+        if self.lanes is None or out.block_copies or len(rids) < self.lanes.n * LANE_MIN_ROWS:
+            return None
+        if any(step.tokens != 1 for step in out.steps):
+            return None
+        n = self.lanes.n
+        lane_of = {r: self._lane_of[r] for r in rids if r in self._lane_of}
+        sizes = [0] * n
+        for lane in lane_of.values():
+            sizes[lane] += 1
+        for r in rids:
+            if r not in lane_of:
+                lane_of[r] = small = sizes.index(min(sizes))
+                sizes[small] += 1
+        while max(sizes) - min(sizes) > 1:
+            big, small = sizes.index(max(sizes)), sizes.index(min(sizes))
+            moved = next(r for r in reversed(rids) if lane_of[r] == big)
+            lane_of[moved] = small
+            sizes[big] -= 1
+            sizes[small] += 1
+        self._lane_of = lane_of
+        return [[i for i, r in enumerate(rids) if lane_of[r] == lane] for lane in range(n)]
 
     @torch.inference_mode()
     def execute(
@@ -113,7 +112,8 @@ class ModelRunner:
     ) -> dict[str, int]:
         """Run the iteration; returns the new token of every step that completes a context."""
         if not out.steps:  # swaps alone (or nothing): the next decode batch regathers
-            self._unstage()
+            self._unstage_lanes()
+            self.stage.unstage()
             self.last_stage = "off"
             self.apply_swaps(out)
             return {}
@@ -131,21 +131,18 @@ class ModelRunner:
             lengths.append(step.tokens)
             tables.append(block_tables[rid])
             ids.extend(token_ids[rid][start : start + step.tokens])
-        mode, blocks = self._stage_mode(out, rids_all, starts, lengths)  # flushes unless reuse
-        self.apply_swaps(out)
-        batch = AttentionBatch.build(
-            starts, lengths, tables, self.cache.block_size, self.device, mode, blocks
-        )
-        if mode == "reuse":
-            assert batch.slot_mapping is not None and batch.stage_slots is not None
-            self._unflushed.append((batch.slot_mapping, batch.stage_slots))
-        if len(ids) == len(starts):  # decodes only: one position each
-            positions = torch.tensor(starts, device=self.device)
-        else:
-            spans = [np.arange(s, s + n) for s, n in zip(starts, lengths, strict=True)]
-            positions = torch.from_numpy(np.concatenate(spans)).to(self.device)
-        input_ids = torch.tensor(ids, dtype=torch.long, device=self.device)
-        logits = self.model(input_ids, positions, batch, self.cache.layers)
+        lane_rows = self._lane_rows(out, rids_all)
+        if lane_rows is None:
+            logits = self._whole(out, rids_all, starts, lengths, tables, ids)
+        else:  # eligible for the lanes: the choice measures which path is faster now
+            on_lanes = self.lane_choice is None or self.lane_choice.lanes_now()
+            t0 = time.perf_counter()
+            if on_lanes:
+                logits = self._on_lanes(lane_rows, rids_all, starts, tables, ids)
+            else:
+                logits = self._whole(out, rids_all, starts, lengths, tables, ids)
+            if self.lane_choice is not None:
+                self.lane_choice.record(on_lanes, time.perf_counter() - t0, len(rids_all))
         rows = [i for i, s in enumerate(out.steps) if s.samples]
         if not rows:
             return {}
@@ -154,3 +151,71 @@ class ModelRunner:
         rids = [rids_all[i] for i in rows]
         tokens = sample(logits, [params[r] for r in rids], [generators[r] for r in rids])
         return dict(zip(rids, tokens, strict=True))
+
+    def _whole(
+        self,
+        out: SchedulerOutput,
+        rids: list[str],
+        starts: list[int],
+        lengths: list[int],
+        tables: list[Sequence[int]],
+        ids: list[int],
+    ) -> torch.Tensor:
+        """The iteration in one forward pass on this thread: its logits."""
+        self._unstage_lanes()
+        mode, blocks = self.stage.mode(rids, starts, lengths, bool(out.block_copies))
+        self.apply_swaps(out)
+        batch = AttentionBatch.build(
+            starts, lengths, tables, self.cache.block_size, self.device, mode, blocks
+        )
+        self.stage.record(batch)
+        self.stage_counts[mode] += 1
+        self.last_stage = mode
+        if len(ids) == len(starts):  # decodes only: one position each
+            positions = torch.tensor(starts, device=self.device)
+        else:
+            spans = [np.arange(s, s + n) for s, n in zip(starts, lengths, strict=True)]
+            positions = torch.from_numpy(np.concatenate(spans)).to(self.device)
+        input_ids = torch.tensor(ids, dtype=torch.long, device=self.device)
+        return self.model(input_ids, positions, batch, self.stage.layers)
+
+    def _on_lanes(
+        self,
+        lane_rows: list[list[int]],
+        rids: list[str],
+        starts: list[int],
+        tables: list[Sequence[int]],
+        ids: list[int],
+    ) -> torch.Tensor:
+        """A decode-only iteration split over the lanes: its logits, in the batch's order.
+        Every stage decision (and so every flush) happens here, before any lane runs."""
+        assert self.lanes is not None
+        self.stage.unstage()
+        tasks = []
+        modes: list[StageMode] = []
+        for stage, rows in zip(self.lane_stages, lane_rows, strict=True):
+            part = [starts[i] for i in rows]
+            ones = [1] * len(rows)
+            mode, blocks = stage.mode([rids[i] for i in rows], part, ones, swaps=False)
+            batch = AttentionBatch.build(
+                part, ones, [tables[i] for i in rows], stage.block_size, self.device, mode, blocks
+            )
+            stage.record(batch)
+            modes.append(mode)
+            self.stage_counts[mode] += 1
+            input_ids = torch.tensor([ids[i] for i in rows], dtype=torch.long, device=self.device)
+            positions = torch.tensor(part, device=self.device)
+            tasks.append(
+                functools.partial(self.model.hidden, input_ids, positions, batch, stage.layers)
+            )
+        hidden = torch.cat(self.lanes.run(tasks))
+        order = [i for rows in lane_rows for i in rows]
+        if order != sorted(order):  # back to the batch's order, for sampling
+            hidden = hidden[torch.from_numpy(np.argsort(order)).to(self.device)]
+        self.lane_iterations += 1
+        self.last_stage = "reuse" if all(m == "reuse" for m in modes) else "fill"
+        return self.model.lm_head(hidden)
+
+    def _unstage_lanes(self) -> None:
+        for stage in self.lane_stages:
+            stage.unstage()
