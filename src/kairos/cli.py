@@ -11,9 +11,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
 import kairos
-from kairos.cli_utils import make_console, parse_assignments, wide_help
+from kairos.cli_utils import (
+    SettingError,
+    make_console,
+    parse_assignments,
+    setting_error,
+    wide_help,
+)
 from kairos.experiments import ExperimentContext, get_experiment, list_experiments
 from kairos.report import print_table, write_result
 from kairos.systems import System, installed
@@ -83,7 +90,10 @@ def system_group(system: str, description: str | None = None) -> typer.Typer:
             exp = get_experiment(system, name)
         except KeyError as exc:
             raise typer.BadParameter(str(exc.args[0])) from None
-        cfg = exp.config(quick=quick, overrides=parse_assignments(set_, "--set"))
+        try:
+            cfg = exp.config(quick=quick, overrides=parse_assignments(set_, "--set"))
+        except ValidationError as exc:  # every system's config: one line naming the key
+            raise SettingError(setting_error(exc, exp.config_type)) from None
         ctx = ExperimentContext(
             out_dir=out / system / name, jobs=jobs, ray_address=ray, cache=not no_cache
         )

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import types
-from typing import Any, Self, Union, get_args, get_origin
+from typing import Any, Literal, Self, Union, get_args, get_origin
 
 import click
 import typer
@@ -80,6 +80,8 @@ def _type_name(annotation: Any) -> str:
         return " | ".join(_type_name(a) for a in get_args(annotation))
     if annotation is type(None):
         return "None"
+    if get_origin(annotation) is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(annotation))
     name = getattr(annotation, "__name__", None)
     return name if name and not getattr(annotation, "__args__", None) else str(annotation)
 

@@ -37,3 +37,25 @@ def test_trace_describe_reports_a_broken_file(tmp_path: Path) -> None:
     bad.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n1,2,x\n")
     result = runner.invoke(app, ["trace", "describe", str(bad), "--out", str(tmp_path)])
     assert result.exit_code == 2 and "line 2" in result.output
+
+
+def test_a_bad_setting_of_any_systems_experiment_is_one_line_naming_it(tmp_path: Path) -> None:
+    """The shared `experiment` command: a wrongly typed or unknown `--set` is a usage error
+    naming the key, whatever the system's config class (not a pydantic traceback)."""
+    cases = [
+        (["salus", "experiment", "service_e3", "--set", "windows=x"], "invalid setting windows"),
+        (["salus", "experiment", "service_e3", "--set", "device=gpu"], "one of 'cpu', 'cuda'"),
+        (["salus", "experiment", "service_e3", "--set", "windowz=4"], "windowz"),
+        (["auxo", "experiment", "e1", "--set", "seeds=many"], "invalid setting seeds"),
+    ]
+    import torch
+
+    if not torch.cuda.is_available():  # a GPU asked for where there is none: said at once
+        cases.append(
+            (["salus", "experiment", "service_e3", "--set", "device=cuda"], "CUDA is not available")
+        )
+    for args, expected in cases:
+        result = runner.invoke(app, [*args, "--out", str(tmp_path)])
+        assert result.exit_code == 2, (args, result.output)
+        assert expected in result.output and "Traceback" not in result.output, result.output
+        assert not any(tmp_path.iterdir())  # nothing ran

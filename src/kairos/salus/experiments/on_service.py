@@ -18,7 +18,7 @@ GPU (lanes as CUDA streams and memory pools).
 from __future__ import annotations
 
 import itertools
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +28,7 @@ from kairos.experiments.publish import publish
 from kairos.report.stats import paired_ratio
 from kairos.salus.experiments.real_jobs import RealJob, ServiceRun, calibrate, run_on_service
 from kairos.salus.experiments.snapshots import E2_ORDER, busy_share, segments
+from kairos.salus.runtime.device import DeviceKind
 
 E2_WORKLOADS = ("cnn", "vae", "superres", "cnn", "vae", "superres")
 # E2's (arrival, solo duration) in simulated seconds, with slack for a shared machine: in the
@@ -61,14 +62,11 @@ def srtf_violations(run: ServiceRun) -> list[str]:
     return bad
 
 
-Device = Literal["cpu", "cuda"]
-
-
 class ServiceE2Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scale: float = Field(0.01, gt=0, le=1, description="real seconds per simulated second")
-    device: Device = "cpu"
+    device: DeviceKind = "cpu"
 
 
 def _jobs_for(durations: list[tuple[float, float, str]], t_iter: dict[str, float]) -> list[RealJob]:
@@ -119,7 +117,7 @@ class ServiceE3Config(BaseModel):
     workload: str = "cnn"
     solo_s: float = Field(4.0, gt=0, description="each job's exclusive run time")
     windows: int = Field(24, ge=4)
-    device: Device = "cpu"
+    device: DeviceKind = "cpu"
 
 
 @experiment(
@@ -167,7 +165,7 @@ class ServiceE1Config(BaseModel):
     unit_s: float = Field(0.4, gt=0, description="real seconds of the trace's 1-minute job")
     policies: tuple[str, ...] = ("fifo", "srtf", "pack", "fair")
     workloads: tuple[str, ...] = ("cnn", "vae", "superres")
-    device: Device = "cpu"
+    device: DeviceKind = "cpu"
 
 
 def e1_real_trace(cfg: ServiceE1Config, seed: int, t_iter: dict[str, float]) -> list[RealJob]:

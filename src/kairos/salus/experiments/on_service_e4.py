@@ -12,7 +12,7 @@ the FIFO / PACK ratio is paired per repeat (geometric mean with a 95% CI).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +20,7 @@ from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
 from kairos.report.stats import paired_ratio
 from kairos.salus.experiments.real_jobs import RealJob, calibrate, run_on_service
+from kairos.salus.runtime.device import DeviceKind
 
 
 class Batch(BaseModel):
@@ -49,7 +50,7 @@ class ServiceE4Config(BaseModel):
     jobs: int = Field(6, ge=2, description="jobs per batch, all submitted at time 0")
     solo_s: float = Field(1.0, gt=0, description="each job's exclusive run time")
     repeats: int = Field(3, ge=1, description="FIFO and PACK runs per batch, paired")
-    device: Literal["cpu", "cuda"] = "cpu"
+    device: DeviceKind = "cpu"
     batches: dict[str, Batch] | None = Field(None, description="None: the device's defaults")
 
 

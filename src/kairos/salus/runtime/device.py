@@ -16,9 +16,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import torch
+from pydantic import AfterValidator
 
 
 class Device:
@@ -165,6 +166,17 @@ class CudaDevice(Device):
             pool = self._job_pools.pop(job, None)
         if pool is not None:
             self._park(pool)
+
+
+def _present(kind: str) -> str:
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ValueError("CUDA is not available on this machine; use cpu")
+    return kind
+
+
+# a device a config names: checked when the config is read, so `--set device=cuda` on a machine
+# without a GPU is one line naming the setting, not a traceback from inside the run
+DeviceKind = Annotated[Literal["cpu", "cuda"], AfterValidator(_present)]
 
 
 def make_device(kind: str, capacity: int | None) -> Device:
