@@ -18,8 +18,9 @@
    and one mixed-length request set through our engine, transformers' static `generate` and
    its continuous batching, each on a thread of its own, in rotating order for R rounds; the
    greedy tokens must be identical (an assertion). On mixed lengths our engine also runs
-   without decode lanes ("ours, one pass": every iteration one forward pass on torch's
-   intra-op threads), so the lanes' own gain is paired in the same rounds. Printed:
+   with decode lanes ("ours, decode lanes", lanes.py: decode steps split over one thread
+   per intra-op thread; off by default), so what they gain or lose on this machine at this
+   load is paired in the same rounds (its `ours_over` is ours' speed over its). Printed:
    ours/theirs (per-round paired ratios, geometric mean and 95% CI) and each runner's busy
    cores during decode (process CPU time / wall time from the moment every request has its
    first token), with the thread count and the load average: on a shared machine other
@@ -180,20 +181,21 @@ def against_transformers(quick: bool) -> list[dict[str, Any]]:
         mixed = mixed_requests(8 if quick else 16, vocab, gen, (16, 256), (32, 256))
         single = mixed_requests(1, vocab, gen, (64, 64), (128, 128))
         rows = []
+        threads = torch.get_num_threads()
         for label, (prompts, outs) in (("mixed", mixed), ("single", single)):
             runners: dict[str, Callable[[], Run]] = {
                 "ours": lambda p=prompts, o=outs: run_ours(model, p, o)
             }
             if len(prompts) > 1:  # one request never fills two lanes: nothing to compare
-                runners[ONE_PASS] = lambda p=prompts, o=outs: run_ours(model, p, o, lanes=0)
+                runners[LANES] = lambda p=prompts, o=outs: run_ours(model, p, o, lanes=threads)
             runners["transformers static"] = lambda p=prompts, o=outs: run_static(hf, p, o)
             runners["transformers continuous"] = lambda p=prompts, o=outs: run_continuous(hf, p, o)
             rows += _anchor_rounds(label, runners, sum(outs), rounds)
     return rows
 
 
-# our engine without decode lanes (lanes.py): every iteration one pass on torch's threads
-ONE_PASS = "ours, one pass"
+# our engine with decode lanes (lanes.py, off by default), one per intra-op thread
+LANES = "ours, decode lanes"
 
 
 def _on_own_thread(runner: Callable[[], Run]) -> Run:

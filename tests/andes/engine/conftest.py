@@ -57,7 +57,7 @@ def make_engine(
     max_model_len: int = 512,
     seed: int = 0,
     stage_decodes: bool | None = None,
-    decode_lanes: int | None = None,
+    decode_lanes: int = 0,
     adaptive_lanes: bool = True,
 ) -> LLMEngine:
     cfg = EngineConfig(

@@ -137,10 +137,10 @@ def run_ours(
     prompts: Sequence[list[int]],
     outs: Sequence[int],
     policy: str = "fcfs",
-    lanes: int | None = None,
+    lanes: int = 0,
 ) -> Run:
     """Every request added at once, each with its own output length; steps until done.
-    `lanes`: the engine's `decode_lanes` (None: its default)."""
+    `lanes`: the engine's `decode_lanes` (lanes.py; 0, the default: none)."""
     bs = 16
     blocks = sum(-(-(len(p) + n) // bs) for p, n in zip(prompts, outs, strict=True)) + 8
     longest = max(len(p) + n for p, n in zip(prompts, outs, strict=True))

@@ -139,9 +139,7 @@ class LLMEngine:
             self.device,
         )
         stage = cfg.stage_decodes if cfg.stage_decodes is not None else self.device.type == "cpu"
-        lanes = cfg.decode_lanes
-        if lanes is None:
-            lanes = torch.get_num_threads() if self.device.type == "cpu" else 0
+        lanes = cfg.decode_lanes if self.device.type == "cpu" else 0
         self.runner = ModelRunner(
             self.model,
             self.cache,
