@@ -159,7 +159,7 @@ class EngineConfig(BaseModel):
     # decode lanes (lanes.py): decode-only iterations split over this many threads of one
     # intra-op thread each, on a CPU; 0 or 1: none. Off by default: with a free core per
     # lane they ran decode steps 1.09-1.11x faster, with one core taken by other processes
-    # 0.75-0.91x (docs/andes.md, must-show 6)
+    # 0.75-0.95x (docs/andes.md, must-show 6)
     decode_lanes: int = Field(0, ge=0)
     # lanes or one pass per iteration by measured speed (lane_choice.py); False: always lanes
     adaptive_lanes: bool = True

@@ -22,7 +22,7 @@ A `DecodeLanes` owns its threads; they end when it is closed or garbage-collecte
 
 Measured (56M anchor model, 2 threads, docs/andes.md must-show 6): with both cores free to
 the process, decode steps of 8-16 rows ran 1.09-1.11x faster on two lanes, busy cores 1.8
-against 1.6; with one core taken by other processes, 0.75-0.91x, since each lane reads every
+against 1.6; with one core taken by other processes, 0.75-0.95x, since each lane reads every
 weight matrix and the lanes then share one core. So the engine leaves them off unless asked
 (`EngineConfig.decode_lanes`), and picks per iteration by measured speed when on
 (lane_choice.py).
