@@ -23,6 +23,7 @@ FeatureDtype = Literal["float16", "float32", "float64"]
 ExploreUpdate = Literal["ema", "add"]
 ExploreTargets = Literal["unexplored", "all"]
 RewardMode = Literal["auxo", "reference"]
+OutlierTau = Literal["round", "known"]
 
 
 class AuxoParams(BaseModel):
@@ -86,6 +87,10 @@ class AuxoParams(BaseModel):
     explore_update: ExploreUpdate = "ema"
     explore_targets: ExploreTargets = "unexplored"
     reward_mode: RewardMode = "auxo"
+    outlier_tau: OutlierTau = Field(
+        "round",
+        description="tau = mean(D)+std(D) over all participants (round, the text) or the known",
+    )
     reference_base: float = Field(5.0, gt=0, description="reward base of reward_mode='reference'")
     epsilon0: float = Field(0.01, ge=0, le=1)
     epsilon_decay: float = Field(0.99, gt=0, le=1)

@@ -7,7 +7,11 @@ splits.
 Exploitation, per cohort-round (only when M > 1): the centre is the mean feature of the *known*
 participants (R > 0); D_i is each participant's distance to it; tau = mean(D) + std(D) marks
 outliers; the instant reward dR_i = 1 - D_i/tau is at most 1 and negative exactly for outliers;
-R <- gamma dR + (1 - gamma) R.
+R <- gamma dR + (1 - gamma) R. `outlier_tau="known"` (an option, not the text) takes mean and std
+over the known participants' D only: when clients that do not belong are most of a round, the
+round-wide mean(D) is theirs and none of them is an outlier; the known members' spread is not
+moved by how many strangers came. It applies to both reward modes (the frame is shared).
+Measured in E1 (docs/auxo.md): it also pushes true members out, worse on every population.
 
 Exploration ("binary search" over the tree): every other leaf m' gets a predicted reward
 dR/(d + 1), d = hops from the explored cohort up to the LCA, applied with the same EMA
@@ -56,14 +60,20 @@ class RewardFrame:
 
 
 def reward_frame(features: np.ndarray, known: np.ndarray, params: AuxoParams) -> RewardFrame | None:
-    """Centre of the known participants and tau = mean(D) + std(D); None if too few known."""
+    """Centre of the known participants and tau = mean(D) + std(D); None if too few known.
+
+    D is every participant's distance to the centre; tau's mean and std run over all of them
+    (`outlier_tau="round"`, spec 3.5) or over the known ones only ("known"). With two known,
+    mean + std of their two distances is the larger one: the farthest known member marks the edge.
+    """
     f = np.asarray(features, dtype=np.float64)
     known = np.asarray(known, dtype=bool)
     if int(known.sum()) < params.min_known or f.shape[0] == 0:
         return None
     centre = f[known].mean(axis=0)
     d = np.linalg.norm(f - centre, axis=1)
-    tau = float(d.mean() + d.std())
+    ref = d[known] if params.outlier_tau == "known" else d
+    tau = float(ref.mean() + ref.std())
     if tau <= 0:
         return None
     return RewardFrame(centre, tau, float(known.mean()))
