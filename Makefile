@@ -38,7 +38,7 @@ typecheck: $(VENV)/.dev
 	$(BIN)/mypy
 
 test: lint typecheck
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=25 tests
 
 bench: $(VENV)/.dev
 	$(BIN)/python -m benchmarks --out results/bench

@@ -8,7 +8,9 @@ moderate and a high load (0.6 and 0.9 x capacity at batch 16), with SLO = 2 x P9
 latency. (At 0.4 x the bursts decide most outcomes and the two policies can tie within noise:
 one CI run gave 0.693 vs 0.700, local runs 0.77-0.88 vs 0.66-0.67.) Orloj must finish at
 least as many requests by their deadline as the Clockwork baseline at each load, judged by the
-client on receipt (loadgen stamps each send; the server's own verdict is printed beside it).
+client on receipt (loadgen stamps each send; the server's own verdict is printed beside it):
+not fewer by more than the noise, i.e. the 95% CI of the per-segment paired differences
+reaches 0 or above at each load.
 
 The worker (and this process, the frontend) ask for a higher CPU priority, as the paper ran
 its serving threads; without the privilege they run at the default priority. Each trace is
@@ -42,6 +44,7 @@ from kairos.orloj.runtime.process import ProcessExecutor
 from kairos.orloj.runtime.server import create_app
 from kairos.orloj.speed import served_options
 from kairos.orloj.systems import make_system
+from kairos.report.stats import mean_ci
 from kairos.runtime.http import BackgroundServer
 from tests.orloj.runtime.worker_stack import calibrated_worker, raised_priority
 
@@ -186,7 +189,18 @@ def test_orloj_finishes_at_least_as_many_as_clockwork_at_two_loads(stack: Stack)
     for rho in LOADS:
         fr = {r["policy"]: r["finish_rate"] for r in rows if r["load"] == rho}
         assert 0.0 < fr["orloj"] <= 1.0
-        assert fr["orloj"] >= fr["clockwork"], f"load {rho}: {fr}"
+        # the segments are paired (the same requests under both policies, back to back): Orloj
+        # must not be significantly worse at either load. A single 400-request comparison is
+        # not: on a loaded 2-core box it flipped in about 1 run of 3 (docs/orloj.md, 15 paired
+        # runs: Orloj - Clockwork +0.152 +- 0.030), and one CI run lost 0.743 vs 0.775 at 0.6 x
+        # while winning 0.537 vs 0.505 at 0.9 x
+        diffs = [
+            (o["ok"] - c["ok"]) / o["n"]
+            for o, c in zip(runs[(rho, "orloj")], runs[(rho, "clockwork")], strict=True)
+        ]
+        mean, half = mean_ci(diffs)
+        print(f"  load {rho}: Orloj - Clockwork per segment {mean:+.3f} +- {half:.3f}")
+        assert mean + half >= 0.0, f"load {rho}: {fr}, per-segment differences {diffs}"
 
 
 def _rebase(items: list[Any]) -> list[Any]:
