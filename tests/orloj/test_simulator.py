@@ -198,6 +198,23 @@ def test_charged_overhead_delays_batches_by_the_decision_time() -> None:
     assert all(b.start == b.decided for b in free.batches)  # uncharged: starts when decided
 
 
+def test_a_recorded_speed_scales_each_batch_by_the_factor_at_its_start() -> None:
+    rec = small_recording(300, "one-modal")
+    plain = run("edf", rec)
+    middle = plain.batches[len(plain.batches) // 2].start
+    slowed = run("edf", rec, speed=((0.0, 1.0), (middle, 3.0)))
+    check(slowed, noise=True)
+    reqs = {r.request_id: r for r in slowed.requests}
+    for b in (b for b in slowed.batches if not b.rejected):
+        g = float(MODEL.g(b.size, max(reqs[i].solo_ms or 0.0 for i in b.ids)))
+        assert b.end - b.start == pytest.approx(g * (3.0 if b.start >= middle else 1.0))
+    assert slowed.summary()["finish_rate"] < plain.summary()["finish_rate"]
+    with pytest.raises(ValueError, match="increasing time order"):
+        SimConfig(speed=((5.0, 1.0), (1.0, 2.0)))
+    with pytest.raises(ValueError, match="> 0"):
+        SimConfig(speed=((0.0, 0.0),))
+
+
 def test_recording_round_trips_through_csv_and_bad_files_are_named(tmp_path: Path) -> None:
     rec = record(get_workload("std-0.5/2"), 200, 1, MODEL)
     back = Recording.load_csv(rec.save_csv(tmp_path / "rec.csv"))

@@ -4,7 +4,8 @@ simulated worker (spec 6.3).
 It drives any `BatchPolicy` with a recorded request sequence. What the simulated worker does:
 
 * it runs one batch at a time, non-preemptively; a batch of k whose longest member has solo
-  latency l takes g_k(l) (the batch model of `batchdist`), optionally times lognormal noise.
+  latency l takes g_k(l) (the batch model of `batchdist`), optionally times a recorded speed
+  over time and lognormal noise.
   Solo latencies are hidden ground truth: only the worker reads them. A batch with
   `latest_start` that cannot start by then is rejected and all its requests fail;
 * profiler re-runs (a sample of finished requests, rate 0.1, plus every batch of one, a free
@@ -17,6 +18,8 @@ It drives any `BatchPolicy` with a recorded request sequence. What the simulated
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kairos.orloj.batchdist import BatchLatencyModel
 from kairos.orloj.driver import Driver, PolicyError
@@ -51,6 +54,20 @@ class SimConfig(BaseModel):
 
     batch_model: BatchLatencyModel = BatchLatencyModel()
     noise_sigma: float = Field(0.0, ge=0)  # lognormal sigma of batch-time noise
+    # the worker's speed over time, (from ms, factor) steps in time order: a batch takes the
+    # factor in force at its start times g_k. A recorded run's slow spells replayed: on a shared
+    # machine they come in bursts that independent per-batch noise cannot make
+    speed: tuple[tuple[float, float], ...] = ()
+
+    @field_validator("speed")
+    @classmethod
+    def _steps_in_order(cls, v: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+        if any(f <= 0 for _, f in v):
+            raise ValueError("every speed factor must be > 0")
+        if any(b[0] <= a[0] for a, b in itertools.pairwise(v)):
+            raise ValueError("speed steps must be in increasing time order")
+        return v
+
     profile_sample_rate: float = Field(0.1, ge=0, le=1)
     profile_period_ms: float = Field(1000.0, gt=0)
     charge_overhead: bool = False
@@ -92,8 +109,11 @@ class SimWorker:
         noise_sigma: float = 0.0,
         rng: np.random.Generator | None = None,
         shadow_profiling: bool = True,
+        speed: Sequence[tuple[float, float]] = (),
     ) -> None:
         self.clock, self.batch_model, self.noise_sigma = clock, batch_model, noise_sigma
+        self._speed_at = [t for t, _ in speed]
+        self._speed = [f for _, f in speed]
         self.shadow_profiling = shadow_profiling
         self.deliver: Delivery = lambda _run: None  # set by whoever wires it to a driver
         self._rng = rng or np.random.default_rng(0)
@@ -118,7 +138,10 @@ class SimWorker:
     def _at(self, t_ms: float, result: BatchRun | SoloRun) -> None:
         self.clock.call_at(t_ms / 1e3, self._done, result)
 
-    def _noisy(self, ms: float) -> float:
+    def _noisy(self, ms: float, start_ms: float) -> float:
+        step = bisect.bisect_right(self._speed_at, start_ms) - 1
+        if step >= 0:
+            ms *= self._speed[step]
         if self.noise_sigma > 0:
             ms *= float(np.exp(self.noise_sigma * self._rng.standard_normal()))
         return ms
@@ -130,13 +153,13 @@ class SimWorker:
             start = max(now, not_before)
             if isinstance(item, Request):
                 self._running = True
-                ms = self._noisy(solo_ms(item))
+                ms = self._noisy(solo_ms(item), start)
                 self._at(start + ms, SoloRun(item, ms))
             elif item.latest_start is not None and start > item.latest_start:
                 self._at(now, BatchRun(item, now, now, rejected=True))
             else:
                 longest = max(solo_ms(r) for r in item.requests)
-                duration = self._noisy(float(self.batch_model.g(item.size, longest)))
+                duration = self._noisy(float(self.batch_model.g(item.size, longest)), start)
                 self._running = True
                 outputs: list[dict[str, Any]] = [{} for _ in item.requests]
                 solo = longest if item.size == 1 else None
@@ -155,7 +178,7 @@ class SimWorker:
 def sim_worker(clock: Timers, config: SimConfig) -> SimWorker:
     """The simulated worker of `config`, its noise drawn from the config's seed."""
     rng = RngStreams(config.seed).stream("batch-noise")
-    return SimWorker(clock, config.batch_model, config.noise_sigma, rng)
+    return SimWorker(clock, config.batch_model, config.noise_sigma, rng, speed=config.speed)
 
 
 def sim_profiler(config: SimConfig) -> Profiler:

@@ -15,12 +15,15 @@ makes it cost), a fresh policy with the same options, and the same offline warm 
 worker runs "the simulation with the speed this run actually had", as Andes' serving
 experiment does, measured from this very run's batches:
 
-* drift: the calibration's g_k scaled by `stats.busy_ms / stats.predicted_ms` (a shared
-  two-core machine runs the worker 0.5-1.8x as long as at calibration);
-* spread: lognormal noise with the standard deviation of log(measured / predicted) over the
-  run's batches (0.05-0.5), the scale divided by exp(sigma^2 / 2) so that the mean batch stays
-  the measured one. Without it the simulator was optimistic by 0.04-0.17: batches that overrun
-  make requests late, which the mean alone hides;
+* speed: the calibration's g_k times the worker's speed over time, measured / predicted batch
+  time in each `SPEED_WINDOW_MS` window of the run (a shared two-core machine runs the worker
+  0.5-1.8x as long as at calibration, and its slow spells come in bursts: with one factor for
+  the whole run, `drift`, and independent noise, a CI run saw real batches of 1.93 against 1.24
+  simulated, and a loaded run here Orloj finishing 0.22 against 0.37 simulated, drift 1.51);
+* spread: lognormal noise with the standard deviation of log(measured / predicted) per batch
+  around its window's speed (0.05-0.5), the scale divided by exp(sigma^2 / 2) so that the mean
+  batch stays the measured one. Without it the simulator was optimistic by 0.04-0.17: batches
+  that overrun make requests late, which the mean alone hides;
 * turnaround: the worker idles ~1-2 ms between back-to-back batches while a result travels to
   the frontend and the next batch back (Clockwork, which queues its next action early, 0.3-1
   ms), added to every simulated batch (the simulated worker starts the next one at once).
@@ -65,6 +68,7 @@ REQUESTS = 500  # per policy and load
 WARM_UP = 60  # requests replayed (and discarded) first: settles the worker, measures its speed
 WARM_START = 1000  # offline solo samples per application
 SIM_SEEDS = 5  # simulated noise draws averaged per point
+SPEED_WINDOW_MS = 250.0  # the speed is replayed as one factor per window of this length
 BACK_TO_BACK_MS = 5.0  # a shorter gap between two batches is turnaround, a longer one idling
 REPLAY_TIMEOUT_S = 120.0  # a replay whose requests never all end fails instead of hanging
 # Absolute, on a finish rate in [0, 1], per policy. The simulated worker is a model of the
@@ -81,9 +85,13 @@ REPLAY_TIMEOUT_S = 120.0  # a replay whose requests never all end fails instead 
 # simulation, up to 0.12 off, and once (an earlier version of this test) 0.23 below it, a
 # cascade of 16 rejected actions. 0.25 still fails a simulation at the calibrated speed.
 TOLERANCE = {"orloj": 0.12, "clockwork": 0.25}
-# Relative, on Orloj's mean batch size (observed up to 0.15). Clockwork's is not compared: it
-# follows its rejections (above), which moved it by up to 0.6.
-BATCH_TOLERANCE = 0.25
+# Relative, on Orloj's mean batch size. The simulator batches Orloj less than the real run, by
+# 0-25% over eight runs of this test on this machine (busy and quiet), and a CI run before the
+# speed replay by 36% (1.24 against 1.93); charging the decisions' CPU time (`charge_overhead`)
+# moved it by under 5%, so the remaining gap is not the decision time. 0.4 bounds what was
+# seen and still fails a simulator that does not batch (1.0 against 2-5 measured at load 0.7).
+# Clockwork's is not compared: it follows its rejections (above), which moved it by up to 0.6.
+BATCH_TOLERANCE = 0.4
 
 Stack = tuple[ServedModel, ProcessExecutor, Calibration]
 
@@ -101,7 +109,8 @@ class Measured:
     finish_rate: float
     mean_batch: float
     drift: float  # measured / predicted batch time, summed over the run
-    sigma: float  # standard deviation of log(measured / predicted) per batch
+    speed: list[tuple[float, float]]  # (window start ms, measured / predicted in it)
+    sigma: float  # standard deviation of log(measured / predicted) per batch around its window's
     turnaround_ms: float  # mean idle time of the worker between back-to-back batches
     rejected: int  # actions the worker rejected (Clockwork's missed windows)
 
@@ -140,7 +149,11 @@ def _serve(
     assert {c.outcome for c in done} <= {Outcome.OK, Outcome.LATE, Outcome.TIMED_OUT}
     s = d.stats
     assert s.batches > 0 and s.failed_batches == 0
-    ratios = np.array([m / p for _, _, m, p in s.recent if m > 0 and p > 0])
+    timed = [(t, m, p) for t, _, m, p in s.recent if m > 0 and p > 0]
+    window = np.array([t // SPEED_WINDOW_MS for t, _, _ in timed])
+    measured, predicted = (np.array([x[i] for x in timed]) for i in (1, 2))
+    speed = {w: measured[window == w].sum() / predicted[window == w].sum() for w in set(window)}
+    residual = np.log(measured / predicted) - np.log([speed[w] for w in window])
     ran = sorted((r for r in s.records if not r.rejected), key=lambda r: r.start)
     gaps = np.array([b.start - a.end for a, b in itertools.pairwise(ran)])
     turnaround = gaps[(gaps >= 0) & (gaps < BACK_TO_BACK_MS)]
@@ -149,16 +162,17 @@ def _serve(
         finish_rate=sum(c.outcome is Outcome.OK for c in done) / len(done),
         mean_batch=s.batched_requests / s.batches,
         drift=s.busy_ms / s.predicted_ms,
-        sigma=float(np.std(np.log(ratios))),
+        speed=[(w * SPEED_WINDOW_MS, float(f)) for w, f in sorted(speed.items())],
+        sigma=float(np.std(residual)),
         turnaround_ms=float(turnaround.mean()) if turnaround.size else 0.0,
         rejected=s.rejected_batches,
     )
 
 
 def _as_measured(g: BatchLatencyModel, run: Measured) -> BatchLatencyModel:
-    """g_k at this run's speed (its mean, not its median: the noise is lognormal) plus the
-    turnaround on every batch."""
-    scaled = g.scaled(run.drift / float(np.exp(run.sigma**2 / 2)))
+    """g_k with the noise's mean at 1 (not its median: the noise is lognormal) plus the
+    turnaround on every batch; the run's speed multiplies it in the simulated worker."""
+    scaled = g.scaled(1 / float(np.exp(run.sigma**2 / 2)))
     assert scaled.table is not None  # the calibration fits a per-k table
     return BatchLatencyModel(
         table={k: (a + run.turnaround_ms, s) for k, (a, s) in scaled.table.items()}
@@ -179,6 +193,7 @@ def _simulate(
     first = min(c.release_ms for c in run.completions)
     solo = {c: cal.solo_median(c) for c in cal.solo}
     batch_model = _as_measured(cal.batch_model, run)
+    speed = tuple((t - first, f) for t, f in run.speed)
     # a bound on simulated time: every request has ended long before it (the real run took
     # seconds). Needed: now and then Clockwork keeps requests it can no longer serve (its
     # wake-up at a queue front's expiry lands one ulp short of the drop test, and it then asks
@@ -201,7 +216,11 @@ def _simulate(
             name, model=cal.batch_model, slo_ms=slo, options=served_options(name, {})
         )
         config = SimConfig(
-            batch_model=batch_model, noise_sigma=run.sigma, seed=seed, max_time_ms=horizon
+            batch_model=batch_model,
+            noise_sigma=run.sigma,
+            speed=speed,
+            seed=seed,
+            max_time_ms=horizon,
         )
         summaries.append(simulate(policy, requests, config, offline).summary())
     keys = ("finish_rate", "mean_batch_size", "rejected_batches")
