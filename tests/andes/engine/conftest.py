@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from kairos.andes.engine.api import QoESpec, SamplingParams
 from kairos.andes.engine.config import EngineConfig, ModelConfig
 from kairos.andes.engine.engine import LLMEngine
 from kairos.andes.engine.model import LlamaForCausalLM
@@ -80,6 +81,26 @@ def make_engine(
         latency=flat_profile(blocks * 16, cpu_blocks * 16),
         policy=policy_obj,
     )
+
+
+def drive(
+    engine: LLMEngine,
+    ps: list[list[int]],
+    params: list[SamplingParams],
+    qoe: QoESpec | None = None,
+) -> list[list[int]]:
+    """Submit every prompt at once, step until all finish, and return each one's tokens in
+    submission order; every KV block is back in the pool at the end."""
+    ids = [f"r{i}" for i in range(len(ps))]
+    for rid, p, sp in zip(ids, ps, params, strict=True):
+        engine.add_request(rid, p, sp, qoe or QoESpec(ttft_s=1.0, tokens_per_s=5.0))
+    out: dict[str, list[int]] = {rid: [] for rid in ids}
+    while engine.has_unfinished:
+        for ev in engine.step():
+            if ev.token_id is not None:
+                out[ev.request_id].append(ev.token_id)
+    assert engine.scheduler.blocks.gpu.free == engine.scheduler.blocks.gpu.num_blocks
+    return [out[rid] for rid in ids]
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from kairos.andes.engine.kv_cache import KVCache
 from kairos.andes.policies.fcfs import FCFSPolicy
 from kairos.andes.policy import Decision, PreemptMode, SchedulerView
 
-from .conftest import TINY, make_engine, tiny_model
+from .conftest import TINY, drive, make_engine, tiny_model
 
 GREEDY = SamplingParams(max_tokens=24, temperature=0, ignore_eos=True)
 
@@ -161,16 +161,7 @@ def test_staged_decode_contexts_change_no_token(policy: str, blocks: int) -> Non
 
     def run(stage: bool) -> tuple[list[list[int]], dict[str, int]]:
         engine = make_engine(blocks=blocks, policy=policy, max_model_len=224, stage_decodes=stage)
-        ids = [f"r{i}" for i in range(len(ps))]
-        for rid, p, sp in zip(ids, ps, params, strict=True):
-            engine.add_request(rid, p, sp, QoESpec(ttft_s=1.0, tokens_per_s=5.0))
-        out: dict[str, list[int]] = {rid: [] for rid in ids}
-        while engine.has_unfinished:
-            for ev in engine.step():
-                if ev.token_id is not None:
-                    out[ev.request_id].append(ev.token_id)
-        assert engine.scheduler.blocks.gpu.free == engine.scheduler.blocks.gpu.num_blocks
-        return [out[rid] for rid in ids], dict(engine.runner.stage_counts)
+        return drive(engine, ps, params), dict(engine.runner.stage_counts)
 
     gathered, plain_counts = run(False)
     staged, counts = run(True)
@@ -186,17 +177,7 @@ def test_seeded_sampling_is_reproducible_and_batch_independent() -> None:
     alone = []
     for p, sp in zip(ps, params, strict=True):
         alone.append(make_engine().generate([p], sp)[0])
-    e = make_engine()
-    ids = [
-        e.add_request(f"r{i}", p, sp, e_qoe())
-        for i, (p, sp) in enumerate(zip(ps, params, strict=True))
-    ]
-    got: dict[str, list[int]] = {r.request_id: [] for r in ids}
-    while e.has_unfinished:
-        for ev in e.step():
-            if ev.token_id is not None:
-                got[ev.request_id].append(ev.token_id)
-    assert [got[f"r{i}"] for i in range(3)] == alone
+    assert drive(make_engine(), ps, params, e_qoe()) == alone
     greedy = make_engine().generate(ps, SamplingParams(max_tokens=16, temperature=0))
     assert alone != greedy  # sampling really samples
     again = make_engine().generate([ps[0]], params[0])[0]
@@ -204,6 +185,5 @@ def test_seeded_sampling_is_reproducible_and_batch_independent() -> None:
 
 
 def e_qoe():  # type: ignore[no-untyped-def]
-    from kairos.andes.engine.api import QoESpec
 
     return QoESpec(ttft_s=1.0, tokens_per_s=5.0)

@@ -12,23 +12,10 @@ from kairos.andes.engine.api import QoESpec, SamplingParams
 from kairos.andes.engine.lane_choice import LaneChoice
 from kairos.andes.engine.lanes import DecodeLanes
 
-from .conftest import make_engine
+from .conftest import drive, make_engine
 from .test_correctness import prompts
 
 QOE = QoESpec(ttft_s=1.0, tokens_per_s=5.0)
-
-
-def _run(engine, params: list[SamplingParams], ps: list[list[int]]) -> list[list[int]]:  # type: ignore[no-untyped-def]
-    ids = [f"r{i}" for i in range(len(ps))]
-    for rid, p, sp in zip(ids, ps, params, strict=True):
-        engine.add_request(rid, p, sp, QOE)
-    out: dict[str, list[int]] = {rid: [] for rid in ids}
-    while engine.has_unfinished:
-        for ev in engine.step():
-            if ev.token_id is not None:
-                out[ev.request_id].append(ev.token_id)
-    assert engine.scheduler.blocks.gpu.free == engine.scheduler.blocks.gpu.num_blocks
-    return [out[rid] for rid in ids]
 
 
 @pytest.mark.parametrize(
@@ -60,9 +47,9 @@ def test_lanes_change_no_token(policy: str, blocks: int, stage: bool, lanes: int
         )
 
     whole = engine(0)
-    reference = _run(whole, params, ps)
+    reference = drive(whole, ps, params, QOE)
     split = engine(lanes)
-    assert _run(split, params, ps) == reference
+    assert drive(split, ps, params, QOE) == reference
     assert [len(t) for t in reference] == [p.max_tokens for p in params]
     assert whole.runner.lane_iterations == 0
     # decode iterations with at least 2 rows per lane run split: from 10 rows down to 2*lanes
@@ -79,14 +66,14 @@ def test_switching_between_lanes_and_one_pass_changes_no_token() -> None:
     params = [
         SamplingParams(max_tokens=n, temperature=0, ignore_eos=True) for n in range(30, 110, 10)
     ]
-    reference = _run(make_engine(decode_lanes=0), params, ps)
+    reference = drive(make_engine(decode_lanes=0), ps, params, QOE)
     engine = make_engine(decode_lanes=2, max_model_len=224)
     choice = LaneChoice(period=3, probe=2, first_after=1)
     choice.record = lambda lanes, seconds, rows: LaneChoice.record(  # type: ignore[method-assign]
         choice, lanes, 1.0 if lanes == choice.use_lanes else 0.5, rows
     )  # the path not in use always measures faster: it switches after every probe
     engine.runner.lane_choice = choice
-    assert _run(engine, params, ps) == reference
+    assert drive(engine, ps, params, QOE) == reference
     assert choice.switches > 10
     assert engine.runner.lane_iterations > 10
 
@@ -130,9 +117,9 @@ def test_sampled_text_is_unchanged_by_lanes() -> None:
         SamplingParams(max_tokens=30, temperature=1.0, top_p=0.9, seed=s if s % 2 else None)
         for s in range(6)
     ]
-    whole = _run(make_engine(decode_lanes=0), params, ps)
+    whole = drive(make_engine(decode_lanes=0), ps, params, QOE)
     split_engine = make_engine(decode_lanes=2, adaptive_lanes=False)
-    assert _run(split_engine, params, ps) == whole
+    assert drive(split_engine, ps, params, QOE) == whole
     assert split_engine.runner.lane_iterations > 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import get_args
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from kairos.auxo.features import build_features
-from kairos.auxo.params import AuxoParams
+from kairos.auxo.params import AuxoParams, OutlierTau
 from kairos.auxo.rewards import (
     AffinityEntry,
     AffinityRecord,
@@ -32,18 +33,22 @@ P = AuxoParams()
         elements=st.floats(-20, 20, allow_nan=False),
     ),
     st.data(),
+    st.sampled_from(get_args(OutlierTau)),
 )
 def test_instant_reward_at_most_one_and_negative_exactly_for_outliers(
-    f: np.ndarray, data: st.DataObject
+    f: np.ndarray, data: st.DataObject, option: OutlierTau
 ) -> None:
+    """Spec 7.4's bound, with tau recomputed from its definition under either `outlier_tau`
+    (the text's over the whole round, or over the known members)."""
     n = f.shape[0]
     known = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
-    res = instant_rewards(f, known, P)
+    res = instant_rewards(f, known, AuxoParams(outlier_tau=option))
     if res is None:
         return
     dr, frame = res
     d = np.linalg.norm(f - f[known].mean(axis=0), axis=1)
-    tau = d.mean() + d.std()
+    ref = d[known] if option == "known" else d
+    tau = ref.mean() + ref.std()
     assert frame.tau == pytest.approx(tau)
     assert np.all(dr <= 1.0 + 1e-12)
     far = d > tau * (1 + 1e-9)
