@@ -20,7 +20,7 @@ broadcast, membership query); it never reads a record.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +31,7 @@ from kairos.auxo.matching import AffinityRequest
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.rewards import AffinityEntry, apply_feedback, inherit, is_known
 from kairos.auxo.selection import select_cohort
+from kairos.auxo.split_labels import place_at_split
 from kairos.auxo.training import CohortTraining
 
 
@@ -68,6 +69,12 @@ class ClientAgent:
 
     def membership(self, leaves: list[str]) -> str:
         return best_leaf(self.record, leaves)
+
+    def place_unlabelled(
+        self, leaves: list[str], ask: Callable[[str], int | None], params: AuxoParams
+    ) -> list[tuple[str, int]]:
+        """Option `unlabelled_at_split="probe"`: the device resolves its own tie by probes."""
+        return place_at_split(self.record, leaves, ask, params.split_bonus)
 
 
 @dataclass
@@ -118,6 +125,13 @@ class DistributedEngine(AuxoEngine):
     def forget(self, client_id: int) -> None:
         """The device lost its own record; its random stream carries on."""
         self.clients.agent(client_id).record.clear()
+
+    def place_unlabelled(
+        self, client_id: int, ask: Callable[[str], int | None]
+    ) -> list[tuple[str, int]]:
+        """The client decides from its own record; the coordinator only answers its probes
+        from the per-cohort split frames (no per-client state)."""
+        return self.clients.agent(client_id).place_unlabelled(self.tree.leaves(), ask, self.params)
 
     def _claims(self, cohort: str, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         labels: list[int] = []

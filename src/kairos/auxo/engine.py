@@ -14,7 +14,7 @@ a pure function of its inputs. No clock, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +27,7 @@ from kairos.auxo.matching import AffinityRequest
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.rewards import AffinityEntry, apply_feedback, inherit, instant_rewards, is_known
 from kairos.auxo.selection import select_cohort
+from kairos.auxo.split_labels import SplitFrame, SplitFrames, place_at_split
 from kairos.auxo.tree import CohortTree, SplitRecord
 
 
@@ -62,6 +63,7 @@ class AuxoEngine:
     monitors: dict[str, PartitionMonitor] = field(init=False, default_factory=dict)
     initialised: dict[str, bool] = field(init=False, default_factory=dict)
     probe_frames: dict[str, LeafProbeFrame] = field(init=False, default_factory=dict)
+    split_frames: SplitFrames | None = field(init=False, default=None)  # unlabelled_at_split
     _client_rngs: dict[int, np.random.Generator] = field(init=False, default_factory=dict)
     _cohort_rngs: dict[str, np.random.Generator] = field(init=False, default_factory=dict)
     _small_rounds: dict[str, int] = field(init=False, default_factory=dict)
@@ -70,6 +72,9 @@ class AuxoEngine:
         self.tree = CohortTree(self.weights, max_leaves=self.params.max_leaves)
         self.monitors["0"] = PartitionMonitor(self.params.k, 0)
         self.initialised["0"] = False
+        if self.params.unlabelled_at_split == "probe":
+            self.split_frames = SplitFrames()
+            self.split_frames.note_start("0", self.tree.weights("0"))
 
     # ----------------------------------------------------------------- client side
     def client_rng(self, client_id: int) -> np.random.Generator:
@@ -147,6 +152,9 @@ class AuxoEngine:
             rng=self._cohort_rng(cohort),
         )
         self.initialised[cohort] = out.initialised
+        if self.split_frames is not None:  # the driver stored this round's result already
+            w = self.tree.weights(cohort)
+            self.split_frames.keep(cohort, round_local, frame, out.centroids, w)
         monitor = self.monitors[cohort]
         stats = None
         if out.status in ("initialised", "relabelled", "frozen"):
@@ -185,6 +193,30 @@ class AuxoEngine:
             decision,
             split,
         )
+
+    # ------------------------------------- option unlabelled_at_split="probe" (not the text)
+    def split_frame(self, split: str) -> SplitFrame | None:
+        """What a probe of split cohort `split` trains from and is compared with."""
+        if self.split_frames is None or split not in self.tree or self.tree.is_leaf(split):
+            return None
+        return self.split_frames.frames.get(split)
+
+    def probe_label(self, split: str, update: np.ndarray) -> int | None:
+        """Coordinator side of a probe: the label `split`'s last clustering round would have
+        given this update (nearest of its centroids, in its frame)."""
+        frame = self.split_frame(split)
+        if frame is None:
+            return None
+        p = self.params
+        return frame.label(compress(update, p.grad_fraction, p.feature_dtype))
+
+    def place_unlabelled(
+        self, client_id: int, ask: Callable[[str], int | None]
+    ) -> list[tuple[str, int]]:
+        """Client side, at check-in: resolve a tie over a split's children where the client
+        has no label by probing that split (`kairos.auxo.split_labels`)."""
+        record = self.record(client_id)
+        return place_at_split(record, self.tree.leaves(), ask, self.params.split_bonus)
 
     def observe_late(
         self, cohort: str, client_ids: Sequence[int], updates: np.ndarray
@@ -253,6 +285,8 @@ class AuxoEngine:
         for child in rec.children:
             self.monitors[child] = PartitionMonitor(self.params.k, round_local)
             self.initialised[child] = False
+        if self.split_frames is not None:
+            self.split_frames.split(cohort, {c: self.tree.weights(c) for c in rec.children})
         self._inherit(cohort, rec.children)
         self.probe_frames.pop(cohort, None)
         return rec

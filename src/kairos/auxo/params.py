@@ -24,6 +24,7 @@ ExploreUpdate = Literal["ema", "add"]
 ExploreTargets = Literal["unexplored", "all"]
 RewardMode = Literal["auxo", "reference"]
 OutlierTau = Literal["round", "known"]
+UnlabelledAtSplit = Literal["uniform", "probe"]
 
 
 class AuxoParams(BaseModel):
@@ -78,6 +79,11 @@ class AuxoParams(BaseModel):
     )
     straggler_feedback: bool = Field(
         False, description="score dropped stragglers' late updates for rewards (not the source)"
+    )
+    unlabelled_at_split: UnlabelledAtSplit = Field(
+        "uniform",
+        description="a client tied over a split's children with no label there: uniform (the "
+        "text) or probe: one local round on the split's frame, nearest centroid (not the source)",
     )
 
     # --- rewards and selection (3.5, 3.6) ---

@@ -46,6 +46,7 @@ from kairos.auxo.matching import match
 from kairos.auxo.params import AuxoParams
 from kairos.auxo.rewards import AffinityEntry
 from kairos.auxo.robustness import Faults, loss_schedule, lost_records, privatize
+from kairos.auxo.split_probe import probe_unlabelled
 from kairos.auxo.straggler_feedback import give_late_feedback
 from kairos.fl.learning import (
     FederatedDataset,
@@ -156,6 +157,8 @@ class CohortTraining:
                 continue
             if self.params.loss_fallback:
                 self._place_by_loss(c)
+            if self.params.unlabelled_at_split == "probe" and probe_unlabelled(self, c, t):
+                continue  # busy with its probe (kairos.auxo.split_probe): asks after it
             request = self.engine.request(c, round)
             leaf = match(request, self.engine.tree, self.engine.client_rng(c))
             if leaf is None:
