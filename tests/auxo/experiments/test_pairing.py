@@ -35,6 +35,7 @@ def test_an_arm_against_itself_is_a_tie(cs: list[list[float]]) -> None:
     runs = [_run(i, c) for i, c in enumerate(cs)]
     row = compare(runs, runs)
     assert row["d_final_mean"] == 0 and row["d_final_mean_wins"] == 0
+    assert row["variance_ratio"] == row["variance_ratio_lo"] == row["variance_ratio_hi"] == 1.0
     reached = [first_time(r, r["best_mean"]) for r in runs]
     if all(t is not None and t > 0 for t in reached):
         assert row["speedup"] == 1.0 and row["resource_ratio"] == 1.0

@@ -75,6 +75,13 @@ def compare(base: Sequence[Run], cand: Sequence[Run]) -> dict[str, Any]:
         if float(b["final_variance"]) > 0
     ]
     row["variance_change"] = round(float(np.mean(var)), 3) if var else float("nan")
+    # candidate / baseline variance, paired in log space: a ratio's CI, unlike the difference
+    # in percent^2, does not let one seed with a large variance dominate
+    pairs = [
+        (float(c["final_variance"]), float(b["final_variance"]))
+        for b, c in zip(base, cand, strict=True)
+    ]
+    row |= _ratio(pairs, "variance_ratio")
     row |= _ratio(times, "speedup")
     row |= _ratio(jobs, "resource_ratio")
     return row
