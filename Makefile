@@ -37,8 +37,14 @@ lint: $(VENV)/.dev
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy
 
+# Most tests spread over TEST_WORKERS processes; those marked `serial` (wall-clock judgements,
+# Ray; tests/conftest.py) run alone afterwards. Both parts always run; either failing fails.
+# --dist loadfile keeps a file on one worker, so a module fixture (an experiment) runs once.
+TEST_WORKERS ?= 2
 test: lint typecheck
-	$(BIN)/python -m pytest -q --durations=25 tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=25 tests; a=$$?; \
+	$(BIN)/python -m pytest -q -m serial --durations=10 tests; b=$$?; \
+	test $$a -eq 0 && test $$b -eq 0
 
 bench: $(VENV)/.dev
 	$(BIN)/python -m benchmarks --out results/bench

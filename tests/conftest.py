@@ -17,3 +17,27 @@ def data_dir() -> Path:
     if not DATA.is_dir():
         pytest.fail(f"shared data not found at {DATA}; set KAIROS_SHARED to the shared/ folder")
     return DATA
+
+
+# Tests that judge wall-clock behaviour against a model (real servers and workers on the
+# machine's speed), restart or flood servers under timeouts, or start a Ray cluster. `make
+# test` runs them on their own after the rest, which it spreads over the cores (pytest-xdist):
+# another test burning the second core would change what they measure.
+SERIAL = (
+    "adversarial/",
+    "andes/e2e/",
+    "auxo/integrations/",
+    "experiments/test_sweep.py",
+    "fluid/integrations/",
+    "fluid/runtime/",
+    "orloj/runtime/",
+    "salus/runtime/",
+    "venn/service/",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        where = item.path.relative_to(REPO / "tests").as_posix()
+        if where.startswith(SERIAL):
+            item.add_marker(pytest.mark.serial)

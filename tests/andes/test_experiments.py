@@ -98,6 +98,9 @@ def test_e4_real_trace_at_the_papers_operating_point(results_dir: Path) -> None:
     assert andes["preemptions_per_request"] == 0
 
 
+PHI3_OPERATING_LOAD = 0.9505  # E4's search on phi-3-mini, 1200 s, seed 0 (FCFS 0.887)
+
+
 def test_e4_in_the_papers_memory_bound_regime(results_dir: Path) -> None:
     """E4 on Phi-3-mini (Table 1, 4 x A100), where this trace fills the KV cache as the
     paper's Fig. 3 shows (FCFS queues behind a full cache, losing QoE to the first-token
@@ -105,11 +108,22 @@ def test_e4_in_the_papers_memory_bound_regime(results_dir: Path) -> None:
     must-show 2 (>= 0.95, +15 points at 0.95, lower mean TTFT). TDS falls by more than the
     10% the issue allows (measured in docs/andes.md), so it is not asserted. The first 1200 s
     of the trace, as docs/andes.md: over the quick mode's 600 s the search ends above the
-    sustainable rate (FCFS 0.83) and Andes reaches 0.91, not 0.95."""
+    sustainable rate (FCFS 0.83) and Andes reaches 0.91, not 0.95.
+
+    The load is where E4's own search puts FCFS at 0.88 on this profile and seed (0.9505,
+    FCFS 0.887; `kairos andes experiment e4 --set profile=phi-3-mini --set span_s=1200`,
+    docs/andes.md), given here so that the test runs two simulations instead of the search's
+    ten (six minutes); the search itself is tested on the default profile (above,
+    test_operating_point.py). A change that moves the operating point fails the 0.88 check."""
     exp = get_experiment("andes", "e4")
     cfg = exp.config(quick=True).model_validate(
         exp.config(quick=True).model_dump()
-        | {"profile": "phi-3-mini", "span_s": 1200.0, "starvation_ablation": False}
+        | {
+            "profile": "phi-3-mini",
+            "span_s": 1200.0,
+            "starvation_ablation": False,
+            "load_factor": PHI3_OPERATING_LOAD,
+        }
     )
     ctx = ExperimentContext(out_dir=results_dir / "andes" / "e4-phi", jobs=2, progress=False)
     rows = {r["policy"]: r for r in exp.run(cfg, ctx)}
