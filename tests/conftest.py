@@ -20,12 +20,14 @@ def data_dir() -> Path:
 
 
 # Tests that judge wall-clock behaviour against a model (real servers and workers on the
-# machine's speed), restart or flood servers under timeouts, or start a Ray cluster. `make
-# test` runs them on their own after the rest, which it spreads over the cores (pytest-xdist):
-# another test burning the second core would change what they measure.
+# machine's speed), drive a browser or restart and flood servers under timeouts, or start a
+# Ray cluster. `make test TEST_WORKERS=n` runs them on their own after the rest, which it
+# spreads over n processes (pytest-xdist): another test burning a core would change what
+# they measure (the chat page's browser test timed out at 60 s beside two workers).
 SERIAL = (
     "adversarial/",
     "andes/e2e/",
+    "andes/server/test_chat_page.py",
     "auxo/integrations/",
     "experiments/test_sweep.py",
     "fluid/integrations/",
