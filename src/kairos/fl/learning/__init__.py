@@ -35,6 +35,7 @@ from kairos.fl.learning.local import (
     LocalUpdate,
     evaluate_clients,
     local_train,
+    local_train_many,
 )
 from kairos.fl.learning.metrics import (
     AccuracyStats,
@@ -101,6 +102,7 @@ __all__ = [
     "group_permutations",
     "load_digits_arrays",
     "local_train",
+    "local_train_many",
     "lognormal_counts",
     "make_algorithm",
     "make_model",

@@ -12,6 +12,7 @@ turns into compute time.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,33 +84,80 @@ def local_train(
     rng: np.random.Generator,
 ) -> LocalUpdate:
     """Run local SGD from `w_global` on one client's training data (never its test data)."""
-    n = data.n_train
-    if n == 0:
-        raise ValueError("a client with no training samples cannot train")
-    x, y = data.x_train, data.y_train
-    loss_before = model.loss(w_global, x, y)
-    w = w_global.copy()
-    steps = config.steps_for(n)
-    losses = np.empty(steps)
-    for s, idx in enumerate(_batches(n, config.batch_size, steps, rng)):
-        loss, g = model.loss_grad(w, x[idx], y[idx])
+    return local_train_many(model, w_global, [data], config, rng)[0]
+
+
+def local_train_many(
+    model: Model,
+    w_global: np.ndarray,
+    clients: Sequence[ClientData],
+    config: LocalConfig,
+    rng: np.random.Generator,
+) -> list[LocalUpdate]:
+    """Local SGD for a round's participants, all from `w_global`, stepped together.
+
+    Each client's minibatches are drawn first, client after client, so the generator is
+    consumed exactly as by training them one by one; clients with the same batch length and
+    step count then advance in lockstep through `Model.loss_grad_stack`. The results are the
+    bits one-by-one training gives (tested), at a fraction of the numpy calls.
+    """
+    plans = []
+    for data in clients:
+        n = data.n_train
+        if n == 0:
+            raise ValueError("a client with no training samples cannot train")
+        plans.append(np.stack(_batches(n, config.batch_size, config.steps_for(n), rng)))
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, plan in enumerate(plans):
+        groups.setdefault(plan.shape, []).append(i)
+    out: list[LocalUpdate | None] = [None] * len(clients)
+    for members in groups.values():
+        for i, update in zip(
+            members,
+            _train_lockstep(
+                model, w_global, [clients[i] for i in members], [plans[i] for i in members], config
+            ),
+            strict=True,
+        ):
+            out[i] = update
+    return [u for u in out if u is not None]
+
+
+def _train_lockstep(
+    model: Model,
+    w_global: np.ndarray,
+    clients: list[ClientData],
+    plans: list[np.ndarray],
+    config: LocalConfig,
+) -> list[LocalUpdate]:
+    """Clients whose plans (steps, batch) share a shape, trained as one stack."""
+    x = np.stack([c.x_train[plan] for c, plan in zip(clients, plans, strict=True)])
+    y = np.stack([c.y_train[plan] for c, plan in zip(clients, plans, strict=True)])
+    steps = plans[0].shape[0]
+    w = np.tile(w_global, (len(clients), 1))
+    losses = np.empty((len(clients), steps))
+    for s in range(steps):
+        losses[:, s], g = model.loss_grad_stack(w, x[:, s], y[:, s])
         if config.mu:
             g = g + config.mu * (w - w_global)
         if config.weight_decay:
             g = g + config.weight_decay * w
         if config.clip is not None:
-            norm = float(np.linalg.norm(g))
-            if norm > config.clip:
-                g = g * (config.clip / norm)
+            for row in g:
+                norm = float(np.linalg.norm(row))
+                if norm > config.clip:
+                    row *= config.clip / norm
         w -= config.lr * g
-        losses[s] = loss
-    return LocalUpdate(
-        update=w_global - w,
-        n_samples=n,
-        loss_before=loss_before,
-        train_loss=float(losses.mean()),
-        work=config.work(n),
-    )
+    return [
+        LocalUpdate(
+            update=w_global - w[i],
+            n_samples=c.n_train,
+            loss_before=model.loss(w_global, c.x_train, c.y_train),
+            train_loss=float(losses[i].mean()),
+            work=config.work(c.n_train),
+        )
+        for i, c in enumerate(clients)
+    ]
 
 
 @dataclass(frozen=True)

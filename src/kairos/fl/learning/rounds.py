@@ -22,7 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from kairos.fl.learning.aggregators import Aggregator, Algorithm
 from kairos.fl.learning.clock import AlwaysOnline, Availability, ClientClock
 from kairos.fl.learning.dataset import FederatedDataset
-from kairos.fl.learning.local import LocalConfig, LocalUpdate, evaluate_clients, local_train
+from kairos.fl.learning.local import (
+    LocalConfig,
+    LocalUpdate,
+    evaluate_clients,
+    local_train_many,
+)
 from kairos.fl.learning.metrics import AccuracyStats, EvalPoint, History
 from kairos.fl.learning.models import Model
 from kairos.fl.timing import completes
@@ -164,12 +169,8 @@ class RoundRunner:
         chosen = selected[kept]
         updates = []
         if len(chosen) >= self.config.min_updates:
-            for c in chosen:
-                updates.append(
-                    local_train(
-                        self.model, state.weights, self.dataset.clients[c], self._local, rng
-                    )
-                )
+            data = [self.dataset.clients[c] for c in chosen]
+            updates = local_train_many(self.model, state.weights, data, self._local, rng)
         state.now = start + length
         state.dispatched += len(selected)
         return self._result(state, start, selected, chosen, updates, stragglers, failed)
