@@ -57,3 +57,28 @@ def test_empty_sets_are_not_perfect() -> None:
     w = model.init(np.random.default_rng(0))
     assert np.isnan(model.accuracy(w, np.zeros((0, 3)), np.zeros(0, dtype=np.int64)))
     assert model.loss(w, np.zeros((0, 3)), np.zeros(0, dtype=np.int64)) == 0.0
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    kind=st.sampled_from(["lr", "mlp"]),
+    models=st.integers(1, 5),
+    rows=st.integers(0, 40),
+)
+def test_stacked_maths_gives_the_bits_of_one_model_at_a_time(
+    seed: int, kind: str, models: int, rows: int
+) -> None:
+    """A round trains its clients as one stack and IFCA scores K models at once; both must be
+    the numbers the one-model methods give, to the bit, so batching never changes a result."""
+    rng = np.random.default_rng(seed)
+    model = make_model(kind, 6, 4, hidden=5)
+    w = rng.normal(0, 0.5, size=(models, model.n_params))
+    x = rng.normal(size=(models, rows, 6))
+    y = rng.integers(0, 4, size=(models, rows))
+    losses, grads = model.loss_grad_stack(w, x, y)
+    shared = model.loss_stack(w, x[0], y[0])
+    for k in range(models):
+        loss, grad = model.loss_grad(w[k], x[k], y[k])
+        assert losses[k] == loss and np.array_equal(grads[k], grad)
+        assert shared[k] == model.loss(w[k], x[0], y[0])

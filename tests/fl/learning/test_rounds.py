@@ -171,6 +171,23 @@ def test_every_algorithm_learns_iid_digits(
     assert hist.final.stats.mean > 0.75
 
 
+@pytest.mark.parametrize("alg", ["fedavg", "qfedavg"])
+def test_losses_before_training_are_computed_only_for_the_aggregator_that_reads_them(
+    iid_digits: FederatedDataset, alg: AlgorithmName
+) -> None:
+    runner = _runner(iid_digits, alg=alg, participants=5)
+    state = runner.new_state(np.random.default_rng(0))
+    before = state.weights.copy()
+    res = runner.run_round(state, np.random.default_rng(1))
+    assert len(res.losses) == 5
+    if alg == "qfedavg":  # q-FedAvg weights by F_k(w^t): each is the global model's loss there
+        for c, loss in zip(res.participants, res.losses, strict=True):
+            data = iid_digits.clients[int(c)]
+            assert loss == runner.model.loss(before, data.x_train, data.y_train)
+    else:
+        assert np.isnan(res.losses).all()
+
+
 def _per_group(runner: RoundRunner, groups: np.ndarray, rounds: int, p: int) -> np.ndarray:
     """Oracle per-group models (the ground truth read here, by the test, never by training)."""
     models, rng = [], np.random.default_rng(3)

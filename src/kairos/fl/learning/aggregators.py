@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -43,6 +43,9 @@ class Aggregator(ABC):
     """Turns one round's updates into the next global weights (may keep state)."""
 
     name: str = "aggregator"
+    # Whether `aggregate` reads `losses`; when it does not, a round skips the extra pass over
+    # each participant's data that computing them costs (the losses are then NaN).
+    uses_losses: ClassVar[bool] = False
 
     @abstractmethod
     def aggregate(
@@ -91,6 +94,7 @@ class QFedAvg(Aggregator):
     q: float = 1.0
     lipschitz: float = 20.0
     name: str = "qfedavg"
+    uses_losses: ClassVar[bool] = True
 
     def aggregate(
         self,

@@ -93,13 +93,16 @@ def local_train_many(
     clients: Sequence[ClientData],
     config: LocalConfig,
     rng: np.random.Generator,
+    loss_before: bool = True,
 ) -> list[LocalUpdate]:
     """Local SGD for a round's participants, all from `w_global`, stepped together.
 
     Each client's minibatches are drawn first, client after client, so the generator is
     consumed exactly as by training them one by one; clients with the same batch length and
     step count then advance in lockstep through `Model.loss_grad_stack`. The results are the
-    bits one-by-one training gives (tested), at a fraction of the numpy calls.
+    bits one-by-one training gives (tested), at a fraction of the numpy calls. With
+    `loss_before=False` the updates' `loss_before` is NaN (it costs a pass over the data and
+    only q-FedAvg reads it).
     """
     plans = []
     for data in clients:
@@ -115,7 +118,12 @@ def local_train_many(
         for i, update in zip(
             members,
             _train_lockstep(
-                model, w_global, [clients[i] for i in members], [plans[i] for i in members], config
+                model,
+                w_global,
+                [clients[i] for i in members],
+                [plans[i] for i in members],
+                config,
+                loss_before,
             ),
             strict=True,
         ):
@@ -129,6 +137,7 @@ def _train_lockstep(
     clients: list[ClientData],
     plans: list[np.ndarray],
     config: LocalConfig,
+    loss_before: bool,
 ) -> list[LocalUpdate]:
     """Clients whose plans (steps, batch) share a shape, trained as one stack."""
     x = np.stack([c.x_train[plan] for c, plan in zip(clients, plans, strict=True)])
@@ -152,7 +161,7 @@ def _train_lockstep(
         LocalUpdate(
             update=w_global - w[i],
             n_samples=c.n_train,
-            loss_before=model.loss(w_global, c.x_train, c.y_train),
+            loss_before=model.loss(w_global, c.x_train, c.y_train) if loss_before else math.nan,
             train_loss=float(losses[i].mean()),
             work=config.work(c.n_train),
         )

@@ -86,6 +86,19 @@ class Model(ABC):
         out = [self.loss_grad(w[i], x[i], y[i]) for i in range(len(w))]
         return np.array([o[0] for o in out]), np.array([o[1] for o in out]).reshape(w.shape)
 
+    def logits_stack(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """`logits` for P models at once: weights (P, n_params), inputs (P, B, d) or one set
+        (B, d) for all -> (P, B, n_classes). This default loops."""
+        xs = np.broadcast_to(x, (len(w), *x.shape[-2:]))
+        return np.stack([self.logits(w[i], xs[i]) for i in range(len(w))])
+
+    def loss_stack(self, w: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """`loss` of P models (P, n_params) on one set (x, y): what a client computes when it
+        scores every model it downloaded (IFCA), bit-identical to P calls of `loss`."""
+        if len(y) == 0:
+            return np.zeros(len(w))
+        return softmax_xent_stack(self.logits_stack(w, x), np.broadcast_to(y, (len(w), len(y))))[0]
+
     def loss(self, w: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
         """Mean cross-entropy without the gradient (0 on an empty set)."""
         if len(y) == 0:
@@ -138,12 +151,16 @@ class LogisticRegression(Model):
         loss, g = softmax_xent(x @ weights + bias, y)
         return loss, np.concatenate([(x.T @ g).ravel(), g.sum(axis=0)])
 
+    def logits_stack(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+        d, c = self.n_features, self.n_classes
+        return x @ w[:, : d * c].reshape(len(w), d, c) + w[:, None, d * c :]
+
     def loss_grad_stack(
         self, w: np.ndarray, x: np.ndarray, y: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         d, c = self.n_features, self.n_classes
         p = len(w)
-        losses, g = softmax_xent_stack(x @ w[:, : d * c].reshape(p, d, c) + w[:, None, d * c :], y)
+        losses, g = softmax_xent_stack(self.logits_stack(w, x), y)
         grad = np.empty_like(w)
         grad[:, : d * c] = (x.transpose(0, 2, 1) @ g).reshape(p, d * c)
         grad[:, d * c :] = g.sum(axis=1)
@@ -194,13 +211,22 @@ class MLP(Model):
             [(x.T @ g_hid).ravel(), g_hid.sum(axis=0), (hid.T @ g).ravel(), g.sum(axis=0)]
         )
 
+    def _split_stack(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        d, h, c = self.n_features, self.hidden, self.n_classes
+        p, a, b = len(w), d * h, d * h + h
+        w1, b1 = w[:, :a].reshape(p, d, h), w[:, None, a:b]
+        return w1, b1, w[:, b : b + h * c].reshape(p, h, c), w[:, None, b + h * c :]
+
+    def logits_stack(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+        w1, b1, w2, b2 = self._split_stack(w)
+        return np.maximum(x @ w1 + b1, 0.0) @ w2 + b2
+
     def loss_grad_stack(
         self, w: np.ndarray, x: np.ndarray, y: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         d, h, c = self.n_features, self.hidden, self.n_classes
         p, a, b = len(w), d * h, d * h + h
-        w1, b1 = w[:, :a].reshape(p, d, h), w[:, None, a:b]
-        w2, b2 = w[:, b : b + h * c].reshape(p, h, c), w[:, None, b + h * c :]
+        w1, b1, w2, b2 = self._split_stack(w)
         pre = x @ w1 + b1
         hid = np.maximum(pre, 0.0)
         losses, g = softmax_xent_stack(hid @ w2 + b2, y)

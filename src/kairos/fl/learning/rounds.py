@@ -90,7 +90,9 @@ class RoundResult:
     participants: np.ndarray  # clients whose updates were aggregated
     updates: np.ndarray  # (len(participants), n_params) pseudo-gradients
     counts: np.ndarray
-    losses: np.ndarray  # loss of the global model on each participant's data, before training
+    # loss of the global model on each participant's data before training; NaN when the
+    # aggregator does not use it (`Aggregator.uses_losses`), as computing it is a full pass
+    losses: np.ndarray
     train_losses: np.ndarray
     stragglers: np.ndarray  # finished, but after the P-th or after the deadline
     failed: np.ndarray  # went offline before finishing
@@ -170,7 +172,14 @@ class RoundRunner:
         updates = []
         if len(chosen) >= self.config.min_updates:
             data = [self.dataset.clients[c] for c in chosen]
-            updates = local_train_many(self.model, state.weights, data, self._local, rng)
+            updates = local_train_many(
+                self.model,
+                state.weights,
+                data,
+                self._local,
+                rng,
+                loss_before=state.aggregator.uses_losses,
+            )
         state.now = start + length
         state.dispatched += len(selected)
         return self._result(state, start, selected, chosen, updates, stragglers, failed)
