@@ -35,7 +35,9 @@ _RUNS: dict[tuple[str, str], list[dict[str, Any]]] = {}
 # The finish-rate tables' quick mode runs 5 seeds of 1,000 requests (CIs in every cell); the
 # trend checks below were sized for one seed of 1,500 (6,000 static) and keep it, to stay quick
 ONE_SEED = {"seeds": [0], "n_requests": 1500}
-TABLES = {"bimodal": ONE_SEED, "modality": ONE_SEED, "static": {"seeds": [0]}}
+# The static table's clairvoyant bound (an LP over 6,000 requests) took 90% of its 100 s; no
+# test here reads it (the bound >= every system check runs on the bimodal and modality tables)
+TABLES = {"bimodal": ONE_SEED, "modality": ONE_SEED, "static": {"seeds": [0], "bound": False}}
 
 
 def run_quick(name: str, out: Path, **overrides: Any) -> list[dict[str, Any]]:
