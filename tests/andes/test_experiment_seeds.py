@@ -3,7 +3,7 @@
 Before issue 17's follow-up E10 read its seed from `point.seed` (its `seeds` setting was
 ignored), E11 had no `seeds` at all (and ran seed 0 whatever `point.seed` said), and E4
 crashed drawing its time series when `load_sweep` had no 1.0 (the only load whose runs keep
-them). Small runs (120 s of burst) so each test takes seconds.
+them). Small runs (60 s of burst) so each test takes seconds.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from kairos.cli_utils import parse_assignments
 from kairos.experiments import ExperimentContext, get_experiment
 
-SHORT = '"span_s": 120.0'
+SHORT = '"span_s": 60.0'
 
 
 def run(name: str, out: Path, *settings: str) -> list[dict[str, Any]]:
