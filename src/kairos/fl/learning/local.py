@@ -140,9 +140,13 @@ def _train_lockstep(
     loss_before: bool,
 ) -> list[LocalUpdate]:
     """Clients whose plans (steps, batch) share a shape, trained as one stack."""
-    x = np.stack([c.x_train[plan] for c, plan in zip(clients, plans, strict=True)])
-    y = np.stack([c.y_train[plan] for c, plan in zip(clients, plans, strict=True)])
-    steps = plans[0].shape[0]
+    steps, batch = plans[0].shape
+    first = clients[0]
+    x = np.empty((len(clients), steps, batch, first.x_train.shape[1]), first.x_train.dtype)
+    y = np.empty((len(clients), steps, batch), first.y_train.dtype)
+    for i, (c, plan) in enumerate(zip(clients, plans, strict=True)):
+        np.take(c.x_train, plan, axis=0, out=x[i])  # gathered in place: no second copy
+        np.take(c.y_train, plan, out=y[i])
     w = np.tile(w_global, (len(clients), 1))
     losses = np.empty((len(clients), steps))
     for s in range(steps):
