@@ -1,5 +1,6 @@
 """Auxo benchmarks: one cohort round's wall time with 1,000 clients (check-in, selection, local
-training of the participants, aggregation, clustering and rewards), the clustering cost of one
+training of the participants, aggregation, clustering and rewards), a round's local training
+stepped in lockstep (`local_train_many`) against one client at a time, the clustering cost of one
 global round as the cohorts grow (M = 1, 2, 4, 8 leaves sharing P_total = 40), and the
 experiments' trends in full mode (E1, E2, E3 with FTFA, E5, E6 and cohorts as Venn jobs: 5
 paired seeds; quick mode: their quick configs), whose rows land in the results."""
@@ -18,6 +19,8 @@ from kairos.auxo.experiments.arms import QUICK_POINT
 from kairos.auxo.experiments.runs import RunConfig, auxo_params, build_runner
 from kairos.auxo.training import CohortTraining
 from kairos.experiments import ExperimentContext
+from kairos.fl.learning import LocalConfig, local_train, local_train_many
+from kairos.report.stats import paired_ratio
 
 
 def round_time(n_clients: int, rounds: int) -> dict[str, Any]:
@@ -35,6 +38,33 @@ def round_time(n_clients: int, rounds: int) -> dict[str, Any]:
         "case": f"one cohort round, {n_clients} clients, P=40",
         "ms_per_round": round(per * 1e3, 2),
         "rounds": rounds,
+    }
+
+
+def lockstep_training(participants: int, reps: int) -> dict[str, Any]:
+    """One round's local training of `participants` clients on E1's data and model, one by one
+    (`local_train` per client) and in lockstep (`local_train_many`), interleaved per rep; the
+    two give the same bits (tests/fl/learning/test_local.py), so only the time differs."""
+    runner = build_runner(RunConfig.model_validate({"data": {"n_clients": 200}}))
+    clients = [runner.dataset.clients[i] for i in range(participants)]
+    local = LocalConfig(lr=0.05, batch_size=20, steps=10)
+    w = runner.model.init(np.random.default_rng(0))
+    one: list[float] = []
+    many: list[float] = []
+    for r in range(reps):
+        start = time.perf_counter()
+        rng = np.random.default_rng(r)
+        for c in clients:
+            local_train(runner.model, w, c, local, rng)
+        one.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        local_train_many(runner.model, w, clients, local, np.random.default_rng(r))
+        many.append(time.perf_counter() - start)
+    return {
+        "case": f"a round's local training, {participants} clients: lockstep vs one by one",
+        "ms_per_round": round(min(many) * 1e3, 2),
+        "one_by_one_ms": round(min(one) * 1e3, 2),
+        **paired_ratio(one, many).columns("lockstep_over"),
     }
 
 
@@ -96,6 +126,7 @@ def trend_rows(out_dir: Path, quick: bool) -> list[dict[str, Any]]:
 
 def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
     rows = [round_time(1000, 10 if quick else 50)]
+    rows += [lockstep_training(p, 5 if quick else 20) for p in (10, 40)]
     for m in (1, 2, 4, 8):
         rows.append(clustering_cost(m, 610, 5 if quick else 20))
     rows += trend_rows(out_dir, quick)
