@@ -113,22 +113,18 @@ def local_train_many(
     groups: dict[tuple[int, ...], list[int]] = {}
     for i, plan in enumerate(plans):
         groups.setdefault(plan.shape, []).append(i)
-    out: list[LocalUpdate | None] = [None] * len(clients)
+    out: dict[int, LocalUpdate] = {}
     for members in groups.values():
-        for i, update in zip(
-            members,
-            _train_lockstep(
-                model,
-                w_global,
-                [clients[i] for i in members],
-                [plans[i] for i in members],
-                config,
-                loss_before,
-            ),
-            strict=True,
-        ):
-            out[i] = update
-    return [u for u in out if u is not None]
+        trained = _train_lockstep(
+            model,
+            w_global,
+            [clients[i] for i in members],
+            [plans[i] for i in members],
+            config,
+            loss_before,
+        )
+        out.update(zip(members, trained, strict=True))
+    return [out[i] for i in range(len(clients))]
 
 
 def _train_lockstep(

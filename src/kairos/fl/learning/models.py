@@ -158,13 +158,9 @@ class LogisticRegression(Model):
     def loss_grad_stack(
         self, w: np.ndarray, x: np.ndarray, y: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        d, c = self.n_features, self.n_classes
-        p = len(w)
         losses, g = softmax_xent_stack(self.logits_stack(w, x), y)
-        grad = np.empty_like(w)
-        grad[:, : d * c] = (x.transpose(0, 2, 1) @ g).reshape(p, d * c)
-        grad[:, d * c :] = g.sum(axis=1)
-        return losses, grad
+        xt = x.transpose(0, 2, 1)
+        return losses, np.concatenate([(xt @ g).reshape(len(w), -1), g.sum(axis=1)], axis=1)
 
 
 @dataclass(frozen=True)
@@ -224,19 +220,19 @@ class MLP(Model):
     def loss_grad_stack(
         self, w: np.ndarray, x: np.ndarray, y: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        d, h, c = self.n_features, self.hidden, self.n_classes
-        p, a, b = len(w), d * h, d * h + h
         w1, b1, w2, b2 = self._split_stack(w)
         pre = x @ w1 + b1
         hid = np.maximum(pre, 0.0)
         losses, g = softmax_xent_stack(hid @ w2 + b2, y)
         g_hid = (g @ w2.transpose(0, 2, 1)) * (pre > 0)
-        grad = np.empty_like(w)
-        grad[:, :a] = (x.transpose(0, 2, 1) @ g_hid).reshape(p, a)
-        grad[:, a:b] = g_hid.sum(axis=1)
-        grad[:, b : b + h * c] = (hid.transpose(0, 2, 1) @ g).reshape(p, h * c)
-        grad[:, b + h * c :] = g.sum(axis=1)
-        return losses, grad
+        p = len(w)
+        parts = [
+            (x.transpose(0, 2, 1) @ g_hid).reshape(p, -1),
+            g_hid.sum(axis=1),
+            (hid.transpose(0, 2, 1) @ g).reshape(p, -1),
+            g.sum(axis=1),
+        ]
+        return losses, np.concatenate(parts, axis=1)
 
 
 def make_model(kind: str, n_features: int, n_classes: int, hidden: int = 32) -> Model:
