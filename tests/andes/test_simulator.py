@@ -20,7 +20,7 @@ from hypothesis import event, given, settings, target
 from hypothesis import strategies as st
 
 from kairos.andes.driver import Executed
-from kairos.andes.kv_blocks import blocks_for
+from kairos.andes.kv_blocks import BlockManager, blocks_for
 from kairos.andes.latency import LinearProfile
 from kairos.andes.policies.fcfs import FCFSPolicy
 from kairos.andes.policies.registry import POLICY_NAMES, make_policy
@@ -322,6 +322,85 @@ def test_runs_are_deterministic(name: str, data: st.DataObject) -> None:
     assert [r.preemptions for r in first.requests] == [r.preemptions for r in second.requests]
     assert first.iterations == second.iterations
     assert first.stats == second.stats
+
+
+@pytest.mark.parametrize("name", ["fcfs", "andes"])
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_the_no_eviction_shortcut_schedules_what_the_evicting_path_does(
+    name: str, data: st.DataObject
+) -> None:
+    """`Scheduler._compose` grows every decoding request at once when all their next tokens
+    fit (`BlockManager.grow_all`); the run must be the one the per-request, evicting path
+    gives, token time for token time, and the shortcut must have been taken and declined."""
+    w = data.draw(workloads(max_n=20), label="workload")
+    taken: list[bool] = []
+    grow_all = BlockManager.grow_all
+
+    def counting(self: BlockManager, contexts: list[tuple[str, int]]) -> bool:
+        taken.append(grow_all(self, contexts))
+        return taken[-1]
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(BlockManager, "grow_all", counting)
+        _, fast = run_checked(name, w)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(BlockManager, "grow_all", lambda self, contexts: False)
+        _, slow = run_checked(name, w)
+    assert [r.token_times for r in fast.requests] == [r.token_times for r in slow.requests]
+    assert [r.preemptions for r in fast.requests] == [r.preemptions for r in slow.requests]
+    assert fast.iterations == slow.iterations and fast.stats == slow.stats
+    assert any(taken)
+    event(f"shortcut declined: {not all(taken)}")
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    held=st.lists(st.integers(0, 40), min_size=1, max_size=8),
+    extra=st.lists(st.integers(0, 40), min_size=8, max_size=8),
+    free=st.integers(0, 12),
+)
+def test_grow_all_is_growing_each_in_turn_or_nothing(
+    held: list[int], extra: list[int], free: int
+) -> None:
+    """Same tables as `grow` called in order when everything fits; untouched when not."""
+    size = 4
+    start = [blocks_for(h, size) for h in held]
+
+    def manager() -> BlockManager:
+        m = BlockManager(sum(start) + free, 0, size)
+        for i, h in enumerate(held):
+            m.grow(f"r{i}", h)
+        return m
+
+    contexts = [(f"r{i}", h + extra[i]) for i, h in enumerate(held)]
+    one_pass, in_turn = manager(), manager()
+    before = {k: list(v) for k, v in one_pass.tables.items()}
+    fits = sum(blocks_for(t, size) for _, t in contexts) - sum(start) <= free
+    assert one_pass.grow_all(contexts) == fits
+    if fits:
+        for rid, tokens in contexts:
+            in_turn.grow(rid, tokens)
+        assert one_pass.tables == in_turn.tables
+        assert one_pass.gpu.free == in_turn.gpu.free
+    else:
+        assert one_pass.tables == before and one_pass.gpu.free == free
+
+
+def test_the_shortcut_is_declined_under_memory_pressure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The property above covers both branches: the stress workload needs evictions."""
+    declined = 0
+    grow_all = BlockManager.grow_all
+
+    def counting(self: BlockManager, contexts: list[tuple[str, int]]) -> bool:
+        nonlocal declined
+        fits = grow_all(self, contexts)
+        declined += not fits
+        return fits
+
+    monkeypatch.setattr(BlockManager, "grow_all", counting)
+    run_checked("fcfs", stress_workload())
+    assert declined > 0
 
 
 @pytest.mark.parametrize("name", POLICY_NAMES)

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
@@ -167,18 +167,24 @@ class RooflineProfile(PerPromptPrefill, BaseModel):
     def decode_time(
         self, batch: np.ndarray | float, context_tokens: np.ndarray | float
     ) -> np.ndarray:
+        if isinstance(batch, int | float) and isinstance(context_tokens, int | float):
+            # one iteration's cost, asked every simulated iteration: the same arithmetic on
+            # Python floats (IEEE doubles, same order, so the same bits) without numpy's
+            # per-call overhead on 0-d arrays
+            t = self._decode(float(batch), float(context_tokens), max)
+            return np.asarray(t if batch > 0 else 0.0)
         b = np.asarray(batch, dtype=np.float64)
         ctx = np.asarray(context_tokens, dtype=np.float64)
+        return np.where(b > 0, self._decode(b, ctx, np.maximum), 0.0)
+
+    def _decode(self, b: Any, ctx: Any, maximum: Callable[[Any, Any], Any]) -> Any:
         bytes_read = self.weight_gb * GB + self.kv_bytes_per_token * ctx
         t_mem = bytes_read / (self.n_gpus * self.hbm_tb_s * 1e12 * self.memory_efficiency)
         flops = 2.0 * self.active_params_b * 1e9 * b + 4.0 * self.n_layers * self.d_model * ctx
         t_compute = flops / (self._flops() * self.decode_flop_efficiency)
-        t = (
-            self.iteration_overhead_s
-            + self.per_sequence_overhead_s * b
-            + np.maximum(t_mem, t_compute)
+        return (
+            self.iteration_overhead_s + self.per_sequence_overhead_s * b + maximum(t_mem, t_compute)
         )
-        return np.where(b > 0, t, 0.0)
 
     def _prefill(self, tokens: np.ndarray, pairs: np.ndarray) -> np.ndarray:
         """Weights' FLOPs on every new token, attention's on each prompt's own pairs."""

@@ -203,7 +203,7 @@ class Scheduler:
         self._admit(decision, out)
         self._compose(decision, out)
         if out.steps:
-            self._recent.append((now, bool(out.decode_steps)))
+            self._recent.append((now, any(s.is_decode for s in out.steps)))
         return out
 
     def _admit(self, decision: Decision, out: SchedulerOutput) -> None:
@@ -244,15 +244,38 @@ class Scheduler:
         self.running.append(r)
 
     def _compose(self, decision: Decision, out: SchedulerOutput) -> None:
-        prefilling = [r for r in self.running if r.to_compute > 1 or r.generated == 0]
-        decoding = [r for r in self.running if r.to_compute == 1 and r.generated > 0]
+        prefilling: list[Request] = []
+        decoding: list[Request] = []
+        for r in self.running:
+            decodes = r.generated > 0 and r.to_compute == 1
+            (decoding if decodes else prefilling).append(r)
         if prefilling and not self.policy.chunked_prefill:
             out.steps = [ScheduledStep(r, r.to_compute, True, r.computed) for r in prefilling]
             return  # vLLM 0.6: a prefill iteration runs alone
+        decoding.sort(key=_admission_order)
+        if self.blocks.grow_all([(r.request_id, r.context_len) for r in decoding]):
+            steps = [ScheduledStep(r, 1, True, r.computed) for r in decoding]  # no one evicted
+        else:
+            steps = self._decode_evicting(decoding, decision, out)
+        if self.policy.chunked_prefill:
+            chunk = self.policy.chunk_size or self.config.chunk_size
+            budget = chunk - len(steps)
+            for r in sorted(prefilling, key=_admission_order):
+                if budget <= 0 or r.status is not Status.RUNNING:
+                    continue
+                n = min(r.to_compute, budget)
+                budget -= n
+                steps.append(ScheduledStep(r, n, n == r.to_compute, r.computed))
+        out.steps = steps
+
+    def _decode_evicting(
+        self, decoding: list[Request], decision: Decision, out: SchedulerOutput
+    ) -> list[ScheduledStep]:
+        """Oldest admission first; each takes its block by evicting the policy's victims."""
         victims = list(decision.victims) if decision.victims is not None else None
         scheduled: set[str] = set()
         steps: list[ScheduledStep] = []
-        for r in sorted(decoding, key=lambda x: x.admitted_seq):
+        for r in decoding:
             if r.status is not Status.RUNNING:
                 continue  # evicted as a victim of an earlier request this iteration
             if not self._make_room(r, victims, scheduled, out, decision.victim_mode):
@@ -260,16 +283,7 @@ class Scheduler:
             self.blocks.grow(r.request_id, r.context_len)
             scheduled.add(r.request_id)
             steps.append(ScheduledStep(r, 1, True, r.computed))
-        if self.policy.chunked_prefill:
-            chunk = self.policy.chunk_size or self.config.chunk_size
-            budget = chunk - len(steps)
-            for r in sorted(prefilling, key=lambda x: x.admitted_seq):
-                if budget <= 0 or r.status is not Status.RUNNING:
-                    continue
-                n = min(r.to_compute, budget)
-                budget -= n
-                steps.append(ScheduledStep(r, n, n == r.to_compute, r.computed))
-        out.steps = steps
+        return steps
 
     def _make_room(
         self,
@@ -301,7 +315,7 @@ class Scheduler:
         return True
 
     def _newest_first(self) -> list[Request]:
-        return sorted(self.running, key=lambda x: x.admitted_seq, reverse=True)
+        return sorted(self.running, key=_admission_order, reverse=True)
 
     def _preempt(self, r: Request, mode: PreemptMode, out: SchedulerOutput) -> None:
         rid = r.request_id
@@ -346,3 +360,7 @@ class Scheduler:
                     self.finish_requests([r.request_id], now, reason)
                     done.append(r)
         return done
+
+
+def _admission_order(r: Request) -> int:
+    return r.admitted_seq

@@ -19,7 +19,7 @@ import numpy as np
 from kairos.andes.driver import DecisionHook, Driver, Executed
 from kairos.andes.iteration import decode_batch, iteration_time
 from kairos.andes.latency import LatencyModel
-from kairos.andes.metrics import stream_metrics, tail_metrics
+from kairos.andes.metrics import tail_metrics
 from kairos.andes.policy import Policy
 from kairos.andes.qoe import ttft_target
 from kairos.andes.request import Request, Status
@@ -43,25 +43,25 @@ class SimulationResult:
         return np.array([r.qoe.qoe_at(r.finish_time, finished=True) for r in self.requests])
 
     def ttft(self) -> np.ndarray:
-        return np.array([stream_metrics(r.token_times, r.arrival).ttft for r in self.requests])
+        return np.array([_ttft(r) for r in self.requests])
 
     def tds(self) -> np.ndarray:
-        return np.array([stream_metrics(r.token_times, r.arrival).tds for r in self.requests])
+        return np.array([_tds(r) for r in self.requests])
 
     def preemptions(self) -> np.ndarray:
         return np.array([r.preemptions for r in self.requests], dtype=float)
 
     def summary(self) -> dict[str, Any]:
-        q = self.qoe()
+        q, ttft, tds, preemptions = self.qoe(), self.ttft(), self.tds(), self.preemptions()
         return {
             "requests": len(self.requests),
             "avg_qoe": float(q.mean()) if q.size else math.nan,
             "share_qoe_095": float((q >= 0.95).mean()) if q.size else math.nan,
-            "avg_ttft": float(np.nanmean(self.ttft())) if q.size else math.nan,
-            "avg_tds": float(np.nanmean(self.tds())) if q.size else math.nan,
-            "preemptions_per_request": float(self.preemptions().mean()) if q.size else math.nan,
+            "avg_ttft": float(np.nanmean(ttft)) if q.size else math.nan,
+            "avg_tds": float(np.nanmean(tds)) if q.size else math.nan,
+            "preemptions_per_request": float(preemptions.mean()) if q.size else math.nan,
             # TDS counts a pause: the streams never paused, apart (Andes' batch-size effect)
-            "tds_unpreempted": _nanmean(self.tds()[self.preemptions() == 0]),
+            "tds_unpreempted": _nanmean(tds[preemptions == 0]),
             "peak_waiting": float(max(self.stats["waiting"], default=0.0)),
             # requests never started (preempted ones left out): the queue FCFS builds
             "peak_new_waiting": float(max(self.stats.get("new", []), default=0.0)),
@@ -69,7 +69,19 @@ class SimulationResult:
             "prefill_time_share": self.prefill_time_share,
             "iterations": self.iterations,
             "end_time": self.end_time,
-        } | tail_metrics(q, self.ttft(), np.array([r.prompt_len for r in self.requests]))
+        } | tail_metrics(q, ttft, np.array([r.prompt_len for r in self.requests]))
+
+
+def _ttft(r: Request) -> float:
+    """`stream_metrics(...).ttft` without the inter-token gaps it also builds (same float)."""
+    return r.token_times[0] - r.arrival if r.token_times else math.nan
+
+
+def _tds(r: Request) -> float:
+    """`stream_metrics(...).tds`, likewise."""
+    t = r.token_times
+    span = t[-1] - t[0] if len(t) > 1 else 0.0
+    return (len(t) - 1) / span if span > 0 else math.nan
 
 
 def _nanmean(x: np.ndarray) -> float:
@@ -109,7 +121,7 @@ class SimWorker:
         if self.count_decision_time:
             duration += out.decision_s
         self.busy_s += duration
-        if out.prefill_tokens:
+        if not all(s.is_decode for s in out.steps):  # it prefilled
             self.prefill_busy_s += duration
         return Executed(stopped, max(duration, 1e-6))
 
