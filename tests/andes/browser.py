@@ -40,12 +40,11 @@ def chat(page: Any, prompt: str, speed: float, ttft: float, timeout_ms: int = 60
     page.fill("#ttft", str(ttft))
     page.fill("#prompt", prompt)
     page.click("#send")
-    page.wait_for_function(
-        "Number(document.querySelector('#buffer').dataset.tokens) > 0", timeout=timeout_ms
-    )
-    page.wait_for_function(
+    _wait(page, "Number(document.querySelector('#buffer').dataset.tokens) > 0", timeout_ms)
+    _wait(
+        page,
         "window.kairosChat.lastPacer?.done && !document.querySelector('#send').disabled",
-        timeout=timeout_ms,
+        timeout_ms,
     )
     return page.evaluate(
         """() => { const p = window.kairosChat.lastPacer; return {
@@ -55,3 +54,21 @@ def chat(page: Any, prompt: str, speed: float, ttft: float, timeout_ms: int = 60
             buffer: document.querySelector('#buffer').dataset.tokens,
             qoeShown: Number(document.querySelector('#qoe').dataset.qoe) }; }"""
     )
+
+
+def _wait(page: Any, condition: str, timeout_ms: int) -> None:
+    """Wait for `condition`; on a timeout, fail with what the page showed, so a stall says
+    whether the request left, what status the page reached and what the console logged."""
+    from playwright.sync_api import TimeoutError as PageTimeout
+
+    try:
+        page.wait_for_function(condition, timeout=timeout_ms)
+    except PageTimeout:
+        seen = page.evaluate(
+            """() => ({ status: document.querySelector('#status')?.textContent,
+                buffer: document.querySelector('#buffer')?.dataset.tokens,
+                send_disabled: document.querySelector('#send')?.disabled,
+                pacer: window.kairosChat?.lastPacer ? { done: window.kairosChat.lastPacer.done,
+                    arrivals: window.kairosChat.lastPacer.arrivalTimes.length } : null })"""
+        )
+        raise AssertionError(f"{condition!r} not in {timeout_ms} ms; page: {seen}") from None

@@ -75,7 +75,7 @@ class BlockManager:
         needs = []
         for rid, tokens in contexts:
             held = tables.get(rid)
-            needs.append(max(0, -(-tokens // size) - (len(held) if held else 0)))
+            needs.append(max(0, blocks_for(tokens, size) - (len(held) if held else 0)))
         if sum(needs) > self.gpu.free:
             return False
         take = self.gpu.take
