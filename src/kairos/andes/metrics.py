@@ -25,19 +25,27 @@ class StreamMetrics:
     itl: tuple[float, ...]
 
 
+def first_token_wait(times: Sequence[float] | np.ndarray, arrival: float) -> float:
+    """TTFT alone (the simulator asks it of every request; no gaps built)."""
+    return float(times[0] - arrival) if len(times) else math.nan
+
+
+def delivery_speed(times: Sequence[float] | np.ndarray) -> float:
+    """TDS alone: tokens after the first per second of the stream's span."""
+    span = float(times[-1] - times[0]) if len(times) > 1 else 0.0
+    return (len(times) - 1) / span if span > 0 else math.nan
+
+
 def stream_metrics(times: Sequence[float] | np.ndarray, arrival: float) -> StreamMetrics:
     t = np.asarray(times, dtype=np.float64)
     if t.size == 0:
         nan = math.nan
         return StreamMetrics(nan, nan, nan, nan, ())
-    span = float(t[-1] - t[0])
     k = t.size
-    tpot = span / (k - 1) if k > 1 else math.nan
-    tds = (k - 1) / span if k > 1 and span > 0 else math.nan
     return StreamMetrics(
-        ttft=float(t[0] - arrival),
-        tpot=tpot,
-        tds=tds,
+        ttft=first_token_wait(t, arrival),
+        tpot=float(t[-1] - t[0]) / (k - 1) if k > 1 else math.nan,
+        tds=delivery_speed(t),
         e2el=float(t[-1] - arrival),
         itl=tuple(np.diff(t).tolist()),
     )

@@ -78,6 +78,16 @@ class SchedulerOutput:
     def decode_steps(self) -> list[ScheduledStep]:
         return [s for s in self.steps if s.is_decode]
 
+    @property
+    def decodes(self) -> bool:
+        """Some step produces a decode token (stops at the first; asked every iteration)."""
+        return any(s.is_decode for s in self.steps)
+
+    @property
+    def prefills(self) -> bool:
+        """Some step computes prompt or recompute KV."""
+        return not all(s.is_decode for s in self.steps)
+
 
 class Scheduler:
     def __init__(
@@ -203,7 +213,7 @@ class Scheduler:
         self._admit(decision, out)
         self._compose(decision, out)
         if out.steps:
-            self._recent.append((now, any(s.is_decode for s in out.steps)))
+            self._recent.append((now, out.decodes))
         return out
 
     def _admit(self, decision: Decision, out: SchedulerOutput) -> None:

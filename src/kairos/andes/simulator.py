@@ -19,7 +19,7 @@ import numpy as np
 from kairos.andes.driver import DecisionHook, Driver, Executed
 from kairos.andes.iteration import decode_batch, iteration_time
 from kairos.andes.latency import LatencyModel
-from kairos.andes.metrics import tail_metrics
+from kairos.andes.metrics import delivery_speed, first_token_wait, tail_metrics
 from kairos.andes.policy import Policy
 from kairos.andes.qoe import ttft_target
 from kairos.andes.request import Request, Status
@@ -43,10 +43,10 @@ class SimulationResult:
         return np.array([r.qoe.qoe_at(r.finish_time, finished=True) for r in self.requests])
 
     def ttft(self) -> np.ndarray:
-        return np.array([_ttft(r) for r in self.requests])
+        return np.array([first_token_wait(r.token_times, r.arrival) for r in self.requests])
 
     def tds(self) -> np.ndarray:
-        return np.array([_tds(r) for r in self.requests])
+        return np.array([delivery_speed(r.token_times) for r in self.requests])
 
     def preemptions(self) -> np.ndarray:
         return np.array([r.preemptions for r in self.requests], dtype=float)
@@ -70,18 +70,6 @@ class SimulationResult:
             "iterations": self.iterations,
             "end_time": self.end_time,
         } | tail_metrics(q, ttft, np.array([r.prompt_len for r in self.requests]))
-
-
-def _ttft(r: Request) -> float:
-    """`stream_metrics(...).ttft` without the inter-token gaps it also builds (same float)."""
-    return r.token_times[0] - r.arrival if r.token_times else math.nan
-
-
-def _tds(r: Request) -> float:
-    """`stream_metrics(...).tds`, likewise."""
-    t = r.token_times
-    span = t[-1] - t[0] if len(t) > 1 else 0.0
-    return (len(t) - 1) / span if span > 0 else math.nan
 
 
 def _nanmean(x: np.ndarray) -> float:
@@ -121,7 +109,7 @@ class SimWorker:
         if self.count_decision_time:
             duration += out.decision_s
         self.busy_s += duration
-        if not all(s.is_decode for s in out.steps):  # it prefilled
+        if out.prefills:
             self.prefill_busy_s += duration
         return Executed(stopped, max(duration, 1e-6))
 
