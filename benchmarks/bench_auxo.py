@@ -7,6 +7,7 @@ paired seeds; quick mode: their quick configs), whose rows land in the results."
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,8 @@ def clustering_cost(leaves: int, n_params: int, rounds: int) -> dict[str, Any]:
 
 
 def trend_rows(out_dir: Path, quick: bool) -> list[dict[str, Any]]:
-    ctx = ExperimentContext(out_dir / "auxo", progress=False, cache=True)
+    # one point per core (a pool worker's BLAS gets its share of them: sweep._limit_threads)
+    ctx = ExperimentContext(out_dir / "auxo", jobs=os.cpu_count() or 1, progress=False, cache=True)
     point = RunConfig.model_validate(QUICK_POINT) if quick else RunConfig()
     seeds = 3 if quick else 5
     rows: list[dict[str, Any]] = []

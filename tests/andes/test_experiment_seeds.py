@@ -20,7 +20,7 @@ SHORT = '"span_s": 60.0'
 def run(name: str, out: Path, *settings: str) -> list[dict[str, Any]]:
     exp = get_experiment("andes", name)
     cfg = exp.config(quick=True, overrides=parse_assignments(list(settings), "--set"))
-    ctx = ExperimentContext(out_dir=out / name, jobs=1, progress=False, cache=False)
+    ctx = ExperimentContext(out_dir=out / name, jobs=2, progress=False, cache=False)
     rows: list[dict[str, Any]] = exp.run(cfg, ctx)
     return rows
 

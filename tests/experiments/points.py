@@ -47,3 +47,11 @@ def read_inputs(cfg: FileConfig) -> dict[str, Any]:
     named = float(Path(cfg.path).read_text())
     fixed = float(Path(cfg.folder, "fixed.txt").read_text())
     return {"named": named, "fixed": fixed}
+
+
+def thread_counts(cfg: PointConfig) -> dict[str, Any]:
+    """The BLAS threads this process would run a point with, and what it tells late loaders."""
+    from threadpoolctl import threadpool_info
+
+    blas = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+    return {"pid": os.getpid(), "blas": blas, "omp_env": os.environ.get("OMP_NUM_THREADS")}

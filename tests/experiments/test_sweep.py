@@ -1,11 +1,18 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from kairos.experiments import Sweep, SweepError, grid, point_key
-from tests.experiments.points import FileConfig, PointConfig, noisy_mean, read_inputs
+from tests.experiments.points import (
+    FileConfig,
+    PointConfig,
+    noisy_mean,
+    read_inputs,
+    thread_counts,
+)
 
 
 def _calls(log: Path) -> list[str]:
@@ -27,6 +34,18 @@ def test_parallel_sweep_equals_serial_sweep(tmp_path: Path) -> None:
     parallel = Sweep(noisy_mean, PointConfig(), points, jobs=2, progress=False).run()
     assert parallel == serial
     assert [r["x"] for r in serial] == [p["x"] for p in points]
+
+
+def test_pool_workers_share_the_cores_instead_of_each_taking_all(tmp_path: Path) -> None:
+    """Two workers each start BLAS with cores // 2 threads (at least one), not one per core:
+    J workers x cores threads preempt each other."""
+    cores = os.cpu_count() or 1
+    points = grid(seed=[0, 1, 2, 3])
+    rows = Sweep(thread_counts, PointConfig(), points, jobs=2, progress=False).run()
+    assert len({r["pid"] for r in rows} - {os.getpid()}) >= 1  # ran in workers, not here
+    for r in rows:
+        assert r["blas"] and all(n == max(1, cores // 2) for n in r["blas"])
+        assert r["omp_env"] == str(max(1, cores // 2))
 
 
 def _clear(log: Path) -> None:

@@ -25,7 +25,9 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     cfg = e1.E1Config.model_validate(
         {"seeds": 3, "point": {"data": {"n_clients": 200}, "rounds": 150}}
     )
-    ctx = ExperimentContext(Path(tmp_path_factory.mktemp("e1")), progress=False, cache=False)
+    ctx = ExperimentContext(
+        Path(tmp_path_factory.mktemp("e1")), jobs=2, progress=False, cache=False
+    )
     return {
         r["algorithm"].split(",")[0]
         + ("_skew" if "skew" in r["algorithm"] else "")

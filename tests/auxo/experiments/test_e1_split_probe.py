@@ -38,7 +38,9 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
             },
         }
     )
-    ctx = ExperimentContext(Path(tmp_path_factory.mktemp("e1p")), progress=False, cache=False)
+    ctx = ExperimentContext(
+        Path(tmp_path_factory.mktemp("e1p")), jobs=2, progress=False, cache=False
+    )
     return {
         "unequal" if "unequal" in r["algorithm"] else "equal": r for r in e1.e1(cfg, ctx)["rows"]
     }

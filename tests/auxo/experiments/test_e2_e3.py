@@ -18,7 +18,7 @@ QUICK = {"data": {"n_clients": 200}, "rounds": 150}
 
 
 def _ctx(tmp_path: Path) -> ExperimentContext:
-    return ExperimentContext(tmp_path, progress=False, cache=False)
+    return ExperimentContext(tmp_path, jobs=2, progress=False, cache=False)
 
 
 def test_e2_auxo_keeps_one_cohort_or_changes_nothing(tmp_path: Path) -> None:

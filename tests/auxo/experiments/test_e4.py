@@ -46,7 +46,7 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         {"seeds": 3, "small": {"run": SMALL}, "ccl_setting": {"run": FULL}}
     )
     out: Path = tmp_path_factory.mktemp("e4") / "auxo" / "e4"
-    return e4(cfg, ExperimentContext(out_dir=out, progress=False, cache=False))
+    return e4(cfg, ExperimentContext(out_dir=out, jobs=2, progress=False, cache=False))
 
 
 def _row(result: dict[str, Any], setting: str, method: str) -> dict[str, Any]:

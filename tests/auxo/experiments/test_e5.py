@@ -21,7 +21,7 @@ def test_partition_time_late_is_worse_early_and_intermediate_tie(tmp_path: Path)
     rows = {
         r["case"]: r
         for r in e5.timing_rows(
-            cfg, ExperimentContext(tmp_path, progress=False, cache=False), [0, 1, 2]
+            cfg, ExperimentContext(tmp_path, jobs=2, progress=False, cache=False), [0, 1, 2]
         )
     }
     assert list(rows) == ["single", "split@0%", "split@15%", "split@80%"]

@@ -18,7 +18,7 @@ from kairos.experiments import ExperimentContext
 
 def test_e6_quick_robustness(tmp_path: Path) -> None:
     cfg = e6.E6Config.model_validate(e6.QUICK)
-    ctx = ExperimentContext(tmp_path, progress=False, cache=False)
+    ctx = ExperimentContext(tmp_path, jobs=2, progress=False, cache=False)
     rows = {r["condition"]: r for r in e6.e6_rows(cfg, ctx, [0, 1, 2])}
     assert list(rows) == ["clean", "ldp sigma=0.6", "flip 15%", "loss 20% once"]
     clean = rows["clean"]

@@ -90,7 +90,7 @@ def test_cohort_jobs_register_when_their_parent_finishes_and_keep_the_budget() -
 def test_the_venn_experiment_pairs_both_deployments(tmp_path: Path) -> None:
     point = VennCohortPoint(workload=WorkloadConfig(jobs=5), rounds=30)
     cfg = VennCohortsConfig(seeds=2, policies=("venn",), point=point)
-    rows = venn_rows(cfg, ExperimentContext(tmp_path, progress=False, cache=False), [1, 2])
+    rows = venn_rows(cfg, ExperimentContext(tmp_path, jobs=2, progress=False, cache=False), [1, 2])
     (row,) = rows
     assert row["auxo_jobs"] == 7 and row["seeds"] == 2
     for key in ("auxo_speedup", "others_speedup"):
