@@ -21,7 +21,10 @@ source states no K for them); Auxo finds its own.
 `kairos.auxo.straggler_feedback`): always online, the clients Auxo misplaces are chronic
 stragglers, so the small setting reports it beside Auxo, with its own head-to-head columns
 (`sf_*`). With `unequal` set, the small setting is repeated on groups of those relative
-sizes (E1's "unequal" variant).
+sizes (E1's "unequal" variant). With `ungrouped` set, both settings are repeated on clients
+without latent groups whose label mixes differ (Dirichlet skew): the regime where the source
+found one-shot clustering below the single model (Amazon Review, Table 3.5) and CCL no better
+than it, and where Auxo's split criterion should keep one cohort.
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ Method = Literal["single", "auxo", "auxo_sf", "ifca", "clhc", "flexcfl", "ccl"]
 SMALL_METHODS: tuple[Method, ...] = ("single", "auxo", "auxo_sf", "ifca", "clhc", "flexcfl")
 BASELINES = ("ifca", "clhc", "flexcfl", "ccl")
 CCL_METHODS: tuple[Method, ...] = ("single", "auxo", "ccl")
+# without groups: straggler feedback acts only after a split, which Auxo should not make
+UNGROUPED_METHODS: tuple[Method, ...] = ("single", "auxo", "ifca", "clhc", "flexcfl")
 
 # Table 3.5 / Fig. 3.11: (speed-up, resource efficiency, final-accuracy gain in points)
 TABLE_3_5: dict[str, dict[str, tuple[float, float, float]]] = {
@@ -164,6 +169,12 @@ class E4Config(BaseModel):
     unequal: tuple[float, ...] | None = Field(
         None, description="also run the small setting on groups of these relative sizes"
     )
+    ungrouped: float | None = Field(
+        None,
+        gt=0,
+        description="also run both settings on one group with Dirichlet(this) label skew: "
+        "heterogeneous clients without latent groups",
+    )
 
 
 def _rows(
@@ -226,6 +237,14 @@ def head_to_head(
             row[f"{key}_vs_auxo_hi"] = round(r.hi, 3)
         row[f"{key}_reached"] = f"{len(pairs)}/{len(single)}"
     return row
+
+
+def _ungrouped(point: E4Point, label_alpha: float) -> E4Point:
+    """The same setting on one population without latent groups, its clients' label mixes
+    drawn from Dirichlet(label_alpha): heterogeneity of FEMNIST's or Amazon Review's kind,
+    where a partition into K groups has nothing true to find."""
+    data = point.run.data.model_copy(update={"n_groups": 1, "label_alpha": label_alpha})
+    return point.model_copy(update={"run": point.run.model_copy(update={"data": data})})
 
 
 def _runs(
@@ -303,6 +322,13 @@ def e4(cfg: E4Config, ctx: ExperimentContext) -> dict[str, Any]:
         )
         runs["small_unequal"] = _runs(ctx, point, SMALL_METHODS, seeds, "auxo E4 unequal")
         rows += _rows("small_unequal", runs["small_unequal"], SMALL_METHODS)
+    if cfg.ungrouped is not None:
+        for name, base, methods in (
+            ("small_ungrouped", cfg.small, UNGROUPED_METHODS),
+            ("ccl_n100_ungrouped", cfg.ccl_setting, CCL_METHODS),
+        ):
+            runs[name] = _runs(ctx, _ungrouped(base, cfg.ungrouped), methods, seeds, name)
+            rows += _rows(name, runs[name], methods)
     summary = {
         "seeds": f"{seeds[0]}..{seeds[-1]}",
         "small": cfg.small.run.model_dump_json(exclude={"seed", "arm", "split_at"}),
