@@ -7,7 +7,6 @@ paired seeds; quick mode: their quick configs), whose rows land in the results."
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from kairos.auxo.experiments.arms import QUICK_POINT
 from kairos.auxo.experiments.runs import RunConfig, auxo_params, build_runner
 from kairos.auxo.training import CohortTraining
 from kairos.experiments import ExperimentContext
+from kairos.experiments.sweep import usable_cores
 from kairos.fl.learning import LocalConfig, local_train, local_train_many
 from kairos.report.stats import paired_ratio
 
@@ -95,7 +95,7 @@ def clustering_cost(leaves: int, n_params: int, rounds: int) -> dict[str, Any]:
 
 def trend_rows(out_dir: Path, quick: bool) -> list[dict[str, Any]]:
     # one point per core (a pool worker's BLAS gets its share of them: sweep._limit_threads)
-    ctx = ExperimentContext(out_dir / "auxo", jobs=os.cpu_count() or 1, progress=False, cache=True)
+    ctx = ExperimentContext(out_dir / "auxo", jobs=usable_cores(), progress=False, cache=True)
     point = RunConfig.model_validate(QUICK_POINT) if quick else RunConfig()
     seeds = 3 if quick else 5
     rows: list[dict[str, Any]] = []

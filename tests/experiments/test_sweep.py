@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from kairos.experiments import Sweep, SweepError, grid, point_key
+from kairos.experiments.sweep import usable_cores
 from tests.experiments.points import (
     FileConfig,
     PointConfig,
@@ -39,7 +40,8 @@ def test_parallel_sweep_equals_serial_sweep(tmp_path: Path) -> None:
 def test_pool_workers_share_the_cores_instead_of_each_taking_all(tmp_path: Path) -> None:
     """Two workers each start BLAS with cores // 2 threads (at least one), not one per core:
     J workers x cores threads preempt each other."""
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
+    assert 1 <= cores <= (os.cpu_count() or 1)
     points = grid(seed=[0, 1, 2, 3])
     rows = Sweep(thread_counts, PointConfig(), points, jobs=2, progress=False).run()
     assert len({r["pid"] for r in rows} - {os.getpid()}) >= 1  # ran in workers, not here

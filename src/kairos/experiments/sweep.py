@@ -36,6 +36,14 @@ PointFn = Callable[[C], dict[str, Any]]
 Done = Callable[[int, "dict[str, Any] | BaseException"], None]
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, e.g. under `taskset` or a
+    container's cpuset), not the machine's count."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _limit_threads(threads: int) -> None:
     """A pool worker's BLAS/OpenMP (and torch's, if loaded) threads: its share of the cores.
 
@@ -223,7 +231,7 @@ class Sweep(Generic[C]):
 
     def _run_pool(self, todo: list[int], done: Done) -> None:
         workers = min(self.jobs, len(todo))
-        share = max(1, (os.cpu_count() or 1) // workers)
+        share = max(1, usable_cores() // workers)
         with ProcessPoolExecutor(
             max_workers=workers, initializer=_limit_threads, initargs=(share,)
         ) as pool:
