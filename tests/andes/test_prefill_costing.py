@@ -119,6 +119,24 @@ def test_the_scalar_path_and_the_batch_path_agree(tokens: list[int], cached: lis
     assert together == pytest.approx(expected, rel=1e-9, abs=1e-12)
 
 
+@given(
+    tokens=st.lists(st.integers(0, 50_000), max_size=40),
+    cached=st.lists(st.integers(0, 50_000), min_size=40, max_size=40),
+    roof=st.booleans(),
+)
+def test_every_prefix_of_an_admission_costs_its_batch_prefill_exactly(
+    tokens: list[int], cached: list[int], roof: bool
+) -> None:
+    """Pacing asks for all prefixes in one call (`prefix_prefill_times`): each must be the
+    very number `batch_prefill_time` gives that prefix, so admissions do not change."""
+    prof = PROFILES["llama-3.1-70b"] if roof else fitted()
+    k = cached[: len(tokens)]
+    prefixes = prof.prefix_prefill_times(tokens, k).tolist()
+    assert prefixes == [
+        prof.batch_prefill_time(tokens[:i], k[:i]) for i in range(1, len(tokens) + 1)
+    ]
+
+
 @pytest.mark.parametrize("profile", [fitted(), PROFILES["llama-3.1-70b"]], ids=["fitted", "roof"])
 def test_the_simulator_charges_a_batched_prefill_per_prompt(
     profile: LinearProfile | RooflineProfile,

@@ -50,6 +50,20 @@ def test_pool_workers_share_the_cores_instead_of_each_taking_all(tmp_path: Path)
         assert r["omp_env"] == str(max(1, cores // 2))
 
 
+def test_orloj_fairness_pool_gives_its_workers_the_same_share() -> None:
+    """The one pool of points opened outside a `Sweep` (Orloj's fairness rows) also splits
+    the cores between its workers."""
+    from kairos.orloj.experiments.fairness import _pool
+
+    cores = usable_cores()
+    with _pool(2) as pool:
+        rows = list(pool.map(thread_counts, [PointConfig()] * 4))
+    for r in rows:
+        assert r["pid"] != os.getpid()
+        assert r["blas"] and all(n == max(1, cores // 2) for n in r["blas"])
+        assert r["omp_env"] == str(max(1, cores // 2))
+
+
 def _clear(log: Path) -> None:
     for p in log.iterdir():
         p.unlink()

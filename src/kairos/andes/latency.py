@@ -73,6 +73,12 @@ class LatencyModel(Protocol):
         """One iteration prefilling these prompts or chunks together."""
         ...
 
+    def prefix_prefill_times(
+        self, tokens: Sequence[int] | np.ndarray, context: Sequence[int] | np.ndarray
+    ) -> np.ndarray:
+        """`batch_prefill_time` of the first i prompts, for every i."""
+        ...
+
     def swap_time(self, tokens: np.ndarray | float) -> np.ndarray:
         """One-way copy of a request's KV cache between GPU and host memory."""
         ...
@@ -116,6 +122,18 @@ class PerPromptPrefill:
             return 0.0
         pairs = attention_pairs(n, 0 if context is None else context).sum()
         return float(self._prefill(np.asarray(total), np.asarray(pairs)))
+
+    def prefix_prefill_times(
+        self, tokens: Sequence[int] | np.ndarray, context: Sequence[int] | np.ndarray
+    ) -> np.ndarray:
+        """One array call where an admission loop would ask `batch_prefill_time` once per
+        prompt it adds (pacing does, every iteration): the same numbers, since token counts
+        and attention pairs are whole numbers, summed exactly in any order."""
+        n = np.asarray(tokens, dtype=np.float64)
+        total = np.cumsum(n)
+        return np.where(
+            total > 0, self._prefill(total, np.cumsum(attention_pairs(n, context))), 0.0
+        )
 
 
 class RooflineProfile(PerPromptPrefill, BaseModel):

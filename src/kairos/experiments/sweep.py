@@ -59,6 +59,13 @@ def _limit_threads(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """A process pool whose workers split the usable cores between them (`_limit_threads`):
+    every pool of experiment points opens through here."""
+    share = max(1, usable_cores() // workers)
+    return ProcessPoolExecutor(max_workers=workers, initializer=_limit_threads, initargs=(share,))
+
+
 class SweepError(RuntimeError):
     """Some points of a sweep failed; the others finished and are cached."""
 
@@ -230,11 +237,7 @@ class Sweep(Generic[C]):
         return [r for r in results if r is not None]
 
     def _run_pool(self, todo: list[int], done: Done) -> None:
-        workers = min(self.jobs, len(todo))
-        share = max(1, usable_cores() // workers)
-        with ProcessPoolExecutor(
-            max_workers=workers, initializer=_limit_threads, initargs=(share,)
-        ) as pool:
+        with worker_pool(min(self.jobs, len(todo))) as pool:
             pending: dict[Future[dict[str, Any]], int] = {
                 pool.submit(self.fn, self.configs[i]): i for i in todo
             }

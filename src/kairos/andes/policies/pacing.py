@@ -62,22 +62,23 @@ def pace_admissions(
     slack = buffered_slack(view.running, view.now)
     if math.isinf(slack):
         return admit
-    tokens: list[int] = []
-    context: list[int] = []
+    prefills = [r for r in admit if r.status is Status.WAITING]  # a swapped one is a copy
+    times = iter(
+        view.latency.prefix_prefill_times(
+            [r.to_compute for r in prefills], [r.computed for r in prefills]
+        ).tolist()
+    )  # each prefill's iteration with every prefill admitted before it
     out: list[Request] = []
     aged_in = False  # an overdue prompt got in: with `aged_together` its peers follow
     for r in admit:
-        if r.status is Status.WAITING:  # it needs a prefill (a swapped one a copy)
+        if r.status is Status.WAITING:
             aged = r.generated == 0 and _overdue(
                 r, view.now, starve_after, starve_after_s, aged_ids
             )
             free = aged and aged_together and aged_in
-            t = view.latency.batch_prefill_time([*tokens, r.to_compute], [*context, r.computed])
-            if t * margin > slack and not free:
+            if next(times) * margin > slack and not free:
                 return out
             aged_in = aged_in or aged
-            tokens.append(r.to_compute)
-            context.append(r.computed)
         out.append(r)
     return out
 

@@ -13,13 +13,13 @@ default to each system's own (`systems.NATIVE_SIZES`); `batch_sizes` gives one S
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from kairos.experiments.sweep import usable_cores, worker_pool
 from kairos.orloj.bound import relaxation_bound
 from kairos.orloj.experiments.point import SimPoint, point_recording, run_point
 from kairos.orloj.systems import native_sizes
@@ -66,7 +66,7 @@ def _bound(p: SimPoint) -> float:
 
 
 def _pool(jobs: int | None) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(max_workers=jobs or min(2, os.cpu_count() or 1))
+    return worker_pool(jobs or min(2, usable_cores()))
 
 
 def relaxed_slo_rows(
