@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,9 +46,7 @@ def test_pool_workers_share_the_cores_instead_of_each_taking_all(tmp_path: Path)
     points = grid(seed=[0, 1, 2, 3])
     rows = Sweep(thread_counts, PointConfig(), points, jobs=2, progress=False).run()
     assert len({r["pid"] for r in rows} - {os.getpid()}) >= 1  # ran in workers, not here
-    for r in rows:
-        assert r["blas"] and all(n == max(1, cores // 2) for n in r["blas"])
-        assert r["omp_env"] == str(max(1, cores // 2))
+    _assert_half_the_cores_each(rows)
 
 
 def test_orloj_fairness_pool_gives_its_workers_the_same_share() -> None:
@@ -55,13 +54,19 @@ def test_orloj_fairness_pool_gives_its_workers_the_same_share() -> None:
     the cores between its workers."""
     from kairos.orloj.experiments.fairness import _pool
 
-    cores = usable_cores()
     with _pool(2) as pool:
         rows = list(pool.map(thread_counts, [PointConfig()] * 4))
+    assert all(r["pid"] != os.getpid() for r in rows)
+    _assert_half_the_cores_each(rows)
+
+
+def _assert_half_the_cores_each(rows: list[dict[str, Any]]) -> None:
+    """Each of two workers' BLAS runs cores // 2 threads (at least one), and later loaders
+    are told the same through OMP_NUM_THREADS."""
+    share = max(1, usable_cores() // 2)
     for r in rows:
-        assert r["pid"] != os.getpid()
-        assert r["blas"] and all(n == max(1, cores // 2) for n in r["blas"])
-        assert r["omp_env"] == str(max(1, cores // 2))
+        assert r["blas"] and all(n == share for n in r["blas"])
+        assert r["omp_env"] == str(share)
 
 
 def _clear(log: Path) -> None:
