@@ -52,6 +52,22 @@ def test_same_greedy_tokens_as_transformers(tmp_path: Path) -> None:
         assert run.start <= run.decode_from <= run.end
 
 
+def test_ours_runs_where_the_weights_are_when_cuda_is_present(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a machine with a GPU the engine's "auto" device is CUDA in bfloat16; the anchor
+    compares on the CPU, so ours must stay where the checkpoint's weights are (on the device
+    machine, an H200, ours ran on the GPU against transformers on the CPU before this)."""
+    model = write_checkpoint(tmp_path, TINY)
+    gen = torch.Generator().manual_seed(5)
+    prompts, outs = mixed_requests(3, TINY.vocab_size, gen, (4, 20), (3, 8))
+    expected = run_ours(model, prompts, outs).tokens
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # "auto" would pick cuda
+    assert run_ours(model, prompts, outs).tokens == expected
+    weights = next(model.parameters())
+    assert (weights.device.type, weights.dtype) == ("cpu", torch.float32)
+
+
 def test_tokens_differ_for_other_weights(tmp_path: Path) -> None:
     """The comparison can fail: another model's tokens are not transformers' tokens."""
     write_checkpoint(tmp_path, TINY)

@@ -140,7 +140,12 @@ def run_ours(
     lanes: int = 0,
 ) -> Run:
     """Every request added at once, each with its own output length; steps until done.
-    `lanes`: the engine's `decode_lanes` (lanes.py; 0, the default: none)."""
+    `lanes`: the engine's `decode_lanes` (lanes.py; 0, the default: none).
+
+    The engine runs where the model's weights are, in their dtype: its "auto" device would
+    move them to a GPU when one is present (in bfloat16), which made a CPU anchor compare our
+    GPU run with transformers' CPU run on a machine with CUDA."""
+    weights = next(model.parameters())
     bs = 16
     blocks = sum(-(-(len(p) + n) // bs) for p, n in zip(prompts, outs, strict=True)) + 8
     longest = max(len(p) + n for p, n in zip(prompts, outs, strict=True))
@@ -152,6 +157,8 @@ def run_ours(
             max_num_seqs=max(len(prompts), 1),
             policy=policy,
             decode_lanes=lanes,
+            device=str(weights.device),
+            dtype=str(weights.dtype).removeprefix("torch."),
         ),
         model=model,
     )
