@@ -10,32 +10,19 @@ an arithmetic series; due tokens still undelivered at the horizon all share one 
 Only tokens due by the horizon count. A request whose delivered tokens already cover the
 horizon (its user has buffered text) has gain exactly 0, whatever B is.
 
-The (N, nB) grids are computed in blocks of rows (`grid_blocks`): at N=1000 and 49 batch sizes
-a whole-grid temporary is 392 KB, above glibc's 128 KiB mmap threshold, so every numpy
-operation would map and page-fault fresh memory (measured: the ~80 temporaries of one estimate
-cost more than the arithmetic). Blocks of at most `BLOCK_ELEMENTS` stay on the heap and in
-cache, and callers may pass reusable output grids (`out`) for the same reason. Every element
-goes through the same arithmetic either way, so the results are bit-identical.
+`qoe_at_horizon` is the closed form as numpy array operations, the reference; the decision
+computes the same numbers through `kairos.andes.gain_kernel` (one compiled pass over the
+(N, nB) grid, bit-identical), writing into grids the caller may reuse (`out`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
+from kairos.andes.gain_kernel import serve_gain_grid
 from kairos.andes.qoe import closed_form_qoe
-
-BLOCK_ELEMENTS = 12_288  # 96 KB of float64: under the 128 KiB mmap threshold
-
-
-def grid_blocks(n: int, width: int) -> Iterator[slice]:
-    """Consecutive slices of `n` rows (or columns) whose blocks of an (n, width) grid (or its
-    transpose) each hold at most `BLOCK_ELEMENTS` elements."""
-    step = max(1, BLOCK_ELEMENTS // max(width, 1))
-    for start in range(0, n, step):
-        yield slice(start, min(start + step, n))
 
 
 @dataclass(frozen=True)
@@ -52,10 +39,6 @@ class StreamState:
 
     def __len__(self) -> int:
         return len(self.arrival)
-
-    def rows(self, which: slice) -> StreamState:
-        """The state of a block of requests (views, no copies)."""
-        return StreamState(*(getattr(self, f.name)[which] for f in fields(self)))
 
     def due(self, t: float | np.ndarray) -> np.ndarray:
         """Tokens due by t; a (1, K) array of times gives an (N, K) answer."""
@@ -151,59 +134,40 @@ def serve_wait_gain(
     gain and Q_serve into (see the module docstring).
     """
     horizon = now + horizon_s
-    tau = np.atleast_1d(np.asarray(tau, dtype=np.float64))[None, :]
-    n, nb = len(state), tau.shape[1]
+    tau = np.atleast_1d(np.asarray(tau, dtype=np.float64))
+    n, nb = len(state), tau.shape[0]
     gain, q_serve = out if out is not None else (np.empty((n, nb)), np.empty((n, nb)))
     q_wait = qoe_if_waiting(state, horizon)[:, 0]
-    for block in grid_blocks(n, nb):
-        # tau * True is tau and tau * False is 0.0: the `where` of the spec, one pass cheaper
-        first = now + start_delay[block, None] + tau * needs_decode[block, None]
-        qs = q_serve[block]
-        _served_qoe(state.rows(block), horizon, first, tau, out=qs)
-        # fmax drops the NaN of buffered rows: their gain is 0
-        np.fmax(np.subtract(qs, q_wait[block, None], out=gain[block]), 0.0, out=gain[block])
+    served_grid(state, now, np.full(nb, horizon), start_delay, needs_decode, tau, gain, q_serve)
     return gain, q_serve, q_wait
 
 
-def _served_qoe(
-    state: StreamState, horizon: float, first: np.ndarray, tau: np.ndarray, out: np.ndarray
+def served_grid(
+    state: StreamState,
+    now: float,
+    horizons: np.ndarray,
+    start_delay: np.ndarray,
+    needs_decode: np.ndarray,
+    tau: np.ndarray,
+    gain: np.ndarray,
+    q_serve: np.ndarray,
 ) -> None:
-    """`qoe_at_horizon` for finite first-token times and positive step times, in fewer passes,
-    written into `out`.
-
-    The decision's hot path. Row-only terms are computed once per row, and branches whose
-    other side is provably zero are folded into products (r >= 0 and the undelivered count
-    >= 0 on open rows; at r = 0 both `added` branches are zero). Only the sign of a zero can
-    differ inside, never the result: a property test checks equality with `qoe_at_horizon`.
-    """
-    k = state.delivered[:, None].astype(np.float64)
-    s = state.speed[:, None]
-    d = state.lag[:, None]
-    ideal0 = (state.arrival + state.ttft)[:, None]
-    m_h = state.due(horizon)[:, None]
-    owed = m_h - k
-    limit = np.minimum(state.remaining_cap[:, None], owed)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        ahead = horizon - first
-        r = np.maximum(np.minimum(np.floor(ahead / tau + 1e-9) + 1.0, limit), 0.0)
-        r *= ahead >= 0
-        l1 = first - (ideal0 + k / s)
-        g = tau - 1.0 / s
-        rising = g >= 0
-        q_fall = np.minimum(np.maximum(np.floor((d - l1) / g) + 1.0, 0.0), r)
-        q_star = np.where(g > 0, q_fall, r * (l1 <= d))
-        r_1 = r - 1.0
-        added_rising = (
-            q_star * d + (r - q_star) * l1 + g * (r * r_1 - q_star * (q_star - 1.0)) / 2.0
-        )
-        lag_r_falling = np.maximum(d, l1)
-        lag_r = np.where(rising, np.maximum(d, l1 + r_1 * g), lag_r_falling)
-        lag_r = np.where(r > 0, lag_r, d)
-        added = np.where(rising, added_rising, r * lag_r_falling)
-        undelivered = owed - r
-        tail_lag = np.maximum(lag_r, horizon - (ideal0 + (k + r) / s))
-        added += undelivered * tail_lag
-        lag_m = np.where(undelivered > 0, tail_lag, lag_r)
-        q = closed_form_qoe(m_h, lag_m, state.lag_sum[:, None] + added, s)
-    q *= (k + r) != 0  # nothing delivered while tokens are due: QoE 0
-    np.copyto(out, np.where(owed > 0, q, np.nan))
+    """Column j of the (N, nB) grids `gain` and `q_serve`: served at step time `tau[j]`,
+    judged at `horizons[j]` (`gain_kernel.serve_gain_grid`, the same numbers as
+    `qoe_at_horizon` and `qoe_if_waiting`)."""
+    serve_gain_grid(
+        state.arrival,
+        state.ttft,
+        state.speed,
+        state.delivered,
+        state.lag,
+        state.lag_sum,
+        state.remaining_cap,
+        np.asarray(start_delay, dtype=np.float64),
+        np.asarray(needs_decode, dtype=np.bool_),
+        float(now),
+        np.asarray(horizons, dtype=np.float64),
+        np.asarray(tau, dtype=np.float64),
+        gain,
+        q_serve,
+    )

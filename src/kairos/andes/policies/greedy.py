@@ -1,8 +1,8 @@
 """Algorithm 1 of the paper (priority-based greedy packing), vectorised over batch sizes.
 
-For every candidate batch size B at once: sort requests by priority (descending, stable so
-ties keep the caller's order), take them while memory and count allow, and score the
-selection by the sum of gains. As printed, packing stops at the first request that does not
+For every candidate batch size B: take requests by priority (descending, stable so ties keep
+the caller's order) while memory and count allow, and score the selection by the sum of
+gains (policies/pack_kernel.py). As printed, packing stops at the first request that does not
 fit (`skip=False`); `skip=True` passes over it and keeps filling.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kairos.andes.policies.rowsort import stable_argsort_rows
+from kairos.andes.policies import pack_kernel
 from kairos.andes.policies.scratch import Scratch
 
 
@@ -80,57 +80,57 @@ def greedy_pack(
     n, nb = gains.shape
     if nb == 0 or n == 0:
         return Packing(0, np.zeros(n, dtype=bool), 0.0, np.zeros(nb))
-    # one row per B: sorted, gathered and summed along the contiguous axis
-    # (fresh (n, nb) temporaries are costly, see kairos.andes.gain: make as few as possible)
+    if nb == 1:
+        return _pack_one(gains[:, 0], priority[:, 0], lengths, capacity, int(batches[0]), skip)
     work = scratch or Scratch()
-    order = stable_argsort_rows(np.negative(priority.T, out=work.take("keys", (nb, n))))
-    # no B takes more than max(batches) requests, so only that prefix of each order (and the
-    # one after it, to see a misfit) is read: except a single B, whose sum numpy takes
-    # pairwise over the whole column, and the skip variant, which may pass over misfits
-    k = n if skip or nb == 1 else min(n, int(batches.max()) + 1)
-    head = order[:, :k]
-    ordered_len = np.take(lengths, head, out=work.take("lengths", (nb, k), lengths.dtype))
-    if skip:
-        take = _skip_fill(ordered_len.T, capacity, batches)
-        objectives = (np.take_along_axis(gains, order.T, axis=0) * take).sum(axis=0)
-        best = _best(objectives)
-        chosen = order[best, take[:, best]]
-    else:
-        fits_mem = np.cumsum(ordered_len, axis=1, out=ordered_len) <= capacity
-        first_misfit = np.where(fits_mem.all(axis=1), k, np.argmin(fits_mem, axis=1))
-        count = np.minimum(first_misfit, batches)
-        # the selection at B is a prefix of the order, so its objective is a running sum read
-        # at the prefix's end: cumsum adds in order, exactly as a sum down the columns would
-        flat = np.multiply(head, nb, out=work.take("flat", (nb, k), np.intp))
-        flat += np.arange(nb)[:, None]  # order[j, i] * nb + j: gains[order[j, i], j] flattened
-        ordered_gain = np.take(gains, flat, out=work.take("ordered_gain", (nb, k)))
-        if nb > 1:
-            running = np.cumsum(ordered_gain, axis=1, out=ordered_gain)
-            objectives = np.where(count > 0, running[np.arange(nb), np.maximum(count - 1, 0)], 0.0)
-        else:  # one B: numpy sums a single column pairwise, not in order; do the same
-            objectives = (ordered_gain[0] * (np.arange(n) < count[0])).sum(keepdims=True)
-        best = _best(objectives)
-        chosen = order[best, : count[best]]
+    picks = work.take("picks", (nb, min(n, int(batches.max()))), np.int64)
+    counts = np.empty(nb, dtype=np.int64)
+    objectives = np.empty(nb, dtype=np.float64)
+    pack_kernel.pack_columns(
+        gains,
+        priority,
+        lengths,
+        capacity,
+        batches,
+        skip,
+        pack_kernel.SHUFFLED,
+        picks,
+        counts,
+        objectives,
+    )
+    best = _best(objectives)
     selected = np.zeros(n, dtype=bool)
-    selected[chosen] = True
+    selected[picks[best, : counts[best]]] = True
     return Packing(int(batches[best]), selected, float(objectives[best]), objectives)
+
+
+def _pack_one(
+    gains: np.ndarray,
+    priority: np.ndarray,
+    lengths: np.ndarray,
+    capacity: int,
+    batch: int,
+    skip: bool,
+) -> Packing:
+    """A single B, the plain way: numpy sums one column pairwise, not one addition at a time
+    as `pack_columns` does, and a single B's objective is that sum."""
+    order = np.argsort(-priority, kind="stable")
+    take = np.zeros(len(order), dtype=bool)
+    used, count = 0, 0
+    for pos, i in enumerate(order.tolist()):
+        if count >= batch:
+            break
+        if used + lengths[i] <= capacity:
+            used += int(lengths[i])
+            take[pos], count = True, count + 1
+        elif not skip:
+            break
+    objective = (gains[order] * take).sum()
+    selected = np.zeros(len(order), dtype=bool)
+    selected[order[take]] = True
+    return Packing(batch, selected, float(objective), np.array([objective]))
 
 
 def _best(objectives: np.ndarray) -> int:
     """The largest B whose objective ties the best: serving more at equal value costs nothing."""
     return int(np.flatnonzero(objectives >= objectives.max() - 1e-12)[-1])
-
-
-def _skip_fill(ordered_len: np.ndarray, capacity: int, batches: np.ndarray) -> np.ndarray:
-    n, nb = ordered_len.shape
-    take = np.zeros((n, nb), dtype=bool)
-    for j in range(nb):
-        used, count = 0, 0
-        for i in range(n):
-            if count >= batches[j]:
-                break
-            if used + ordered_len[i, j] <= capacity:
-                take[i, j] = True
-                used += int(ordered_len[i, j])
-                count += 1
-    return take

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kairos.andes.gain import StreamState, qoe_at_horizon, qoe_if_waiting
+from kairos.andes.gain import StreamState, served_grid
 
 
 @dataclass
@@ -53,13 +53,14 @@ class Refinement:
 
 
 def stall_losses(state: StreamState, now: float, stalls: np.ndarray, tau: float) -> np.ndarray:
-    """(N, K): QoE each request loses if no token reaches it for `stalls[k]` seconds."""
-    n = len(state)
-    horizon = now + np.asarray(stalls, dtype=np.float64)[None, :]
-    serve = qoe_at_horizon(state, horizon, np.full((n, 1), now + tau), np.array([[tau]]))
-    wait = qoe_if_waiting(state, horizon)
-    loss = np.nan_to_num(serve - wait, nan=0.0)
-    return np.where(horizon > now, np.maximum(loss, 0.0), 0.0)
+    """(N, K): QoE each request loses if no token reaches it for `stalls[k]` seconds: served
+    every `tau` from now on, against nothing, both judged at now + stalls[k]."""
+    n, k = len(state), len(stalls)
+    horizons = now + np.asarray(stalls, dtype=np.float64)
+    loss, serve = np.empty((n, k)), np.empty((n, k))
+    start, decode = np.zeros(n), np.ones(n, dtype=bool)
+    served_grid(state, now, horizons, start, decode, np.full(k, tau), loss, serve)
+    return np.where(horizons[None, :] > now, loss, 0.0)
 
 
 def refine(
