@@ -115,16 +115,20 @@ def _pack_one(
     """A single B, the plain way: numpy sums one column pairwise, not one addition at a time
     as `pack_columns` does, and a single B's objective is that sum."""
     order = np.argsort(-priority, kind="stable")
-    take = np.zeros(len(order), dtype=bool)
-    used, count = 0, 0
-    for pos, i in enumerate(order.tolist()):
-        if count >= batch:
-            break
-        if used + lengths[i] <= capacity:
-            used += int(lengths[i])
-            take[pos], count = True, count + 1
-        elif not skip:
-            break
+    ordered_len = lengths[order]
+    if skip:
+        take = np.zeros(len(order), dtype=bool)
+        used, count = 0, 0
+        for pos, length in enumerate(ordered_len.tolist()):
+            if count >= batch:
+                break
+            if used + length <= capacity:
+                used, count = used + length, count + 1
+                take[pos] = True
+    else:  # a prefix of the order: up to the first misfit or B
+        fits = np.cumsum(ordered_len) <= capacity
+        first_misfit = len(order) if fits.all() else int(np.argmin(fits))
+        take = np.arange(len(order)) < min(first_misfit, batch)
     objective = (gains[order] * take).sum()
     selected = np.zeros(len(order), dtype=bool)
     selected[order[take]] = True
