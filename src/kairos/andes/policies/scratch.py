@@ -2,9 +2,10 @@
 
 A decision at N=1000 with 49 candidate batch sizes works on (N, nB) grids of 392 KB. Arrays
 that big are above glibc's 128 KiB mmap threshold, so a fresh one is mapped and page-faulted
-on every solve (see kairos.andes.gain); on the benchmark machine that cost more than the
-arithmetic on it. A policy keeps one `Scratch` and takes its grids from it instead; nothing
-taken outlives the solve that took it.
+on every solve; on the benchmark machine that cost more than the arithmetic on it (measured
+when the grids were numpy expressions; the compiled kernels now write into them directly).
+A policy keeps one `Scratch` and takes its grids from it instead; nothing taken outlives the
+solve that took it.
 """
 
 from __future__ import annotations
