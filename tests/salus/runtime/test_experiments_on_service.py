@@ -32,10 +32,14 @@ def test_e2_real_jobs_follow_srtf_at_every_boundary(tmp_path: Path) -> None:
     # scale; on a loaded machine #3 preempted #1, which then resumed: 0 1 3 1 2), so only the
     # timing-free facts are asserted here; srtf_violations checks every boundary by the rule
     assert order[:3] == ["0", "1", "3"] and order.index("3") < order.index("2")
-    assert order[-1] == "0"
-    # #1, #4 and #5 preempt (the exact segment order, s["matches"], is reported, not asserted:
-    # it moves with the machine's load, and the rule is what srtf_violations checks)
-    assert s["preemptions"] >= 3, order
+    # In Fig. 2.8a #4 preempts the long #0, #5 preempts #4, and #0 ends last. Whether #0 still
+    # has more left than #4 when #4 arrives is timing too: one CI run's iterations outran the
+    # calibrated t_iter, #0 ended before #4 arrived and the order was 0 1 3 2 0 4 5 4, with no
+    # SRTF violation. So: #0 ends last, or #4 does (preempted by #5 and resumed), and besides
+    # #1's, at least one of those two preemptions happens (the exact segment order,
+    # s["matches"], is reported, not asserted; the rule is what srtf_violations checks)
+    assert order[-1] in ("0", "4"), order
+    assert s["preemptions"] >= 2, order
     tl = out["run"].timeline
     ordered = sorted(tl, key=lambda r: r.start)
     assert all(a.end <= b.start for a, b in itertools.pairwise(ordered))  # one lane
