@@ -215,6 +215,26 @@ def test_a_recorded_speed_scales_each_batch_by_the_factor_at_its_start() -> None
         SimConfig(speed=((0.0, 0.0),))
 
 
+def test_reruns_on_the_worker_hold_back_an_arrival_until_they_end() -> None:
+    """The real single-worker runtime re-runs sampled requests itself, while idle and nothing
+    is pending; `shadow_profiling=False` simulates that. Requests 1 and 2 run as a batch of two
+    (10.5-22 ms), both sampled (rate 1): the first re-run takes the worker 22-32 ms, so request
+    3, arriving at 23 ms, starts at 32 ms instead of at once; the second re-run waits, as
+    something is pending then."""
+    starts = {}
+    for shadow in (True, False):
+        reqs = [Request(i, "a", t, 500.0, solo_ms=10.0) for i, t in enumerate((0, 1, 2, 23.0))]
+        policy = make_system("edf", model=MODEL, slo_ms=500.0)
+        config = SimConfig(profile_sample_rate=1.0, shadow_profiling=shadow)
+        result = simulate(policy, reqs, config)
+        check(result)
+        assert [b.ids for b in result.batches] == [(0,), (1, 2), (3,)]
+        assert result.batches[1].end == pytest.approx(10.5 + float(MODEL.g(2, 10.0)))
+        starts[shadow] = result.batches[2].start
+    assert starts[True] == pytest.approx(23.0)
+    assert starts[False] == pytest.approx(10.5 + float(MODEL.g(2, 10.0)) + 10.0)
+
+
 def test_recording_round_trips_through_csv_and_bad_files_are_named(tmp_path: Path) -> None:
     rec = record(get_workload("std-0.5/2"), 200, 1, MODEL)
     back = Recording.load_csv(rec.save_csv(tmp_path / "rec.csv"))

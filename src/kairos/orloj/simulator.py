@@ -9,7 +9,8 @@ It drives any `BatchPolicy` with a recorded request sequence. What the simulated
   Solo latencies are hidden ground truth: only the worker reads them. A batch with
   `latest_start` that cannot start by then is rejected and all its requests fail;
 * profiler re-runs (a sample of finished requests, rate 0.1, plus every batch of one, a free
-  solo measurement) run beside the worker, off the critical path, and take their solo latency;
+  solo measurement) run beside the worker, off the critical path, and take their solo latency
+  (`shadow_profiling=False`: on the worker while it is idle, as the real runtime runs them);
   the policy is warm-started with an offline profile (1000 solo draws per application) and gets
   what was measured every second;
 * with `charge_overhead` each batch is delayed by the policy's measured decision time (x a
@@ -70,6 +71,9 @@ class SimConfig(BaseModel):
 
     profile_sample_rate: float = Field(0.1, ge=0, le=1)
     profile_period_ms: float = Field(1000.0, gt=0)
+    # re-runs beside the worker (the paper's separate profiling device), or on it, one at a
+    # time while it is idle and nothing is pending, as the real single-worker runtime does
+    shadow_profiling: bool = True
     charge_overhead: bool = False
     overhead_factor: float = Field(1.0, ge=0)
     seed: int = Field(0, ge=0)
@@ -178,7 +182,14 @@ class SimWorker:
 def sim_worker(clock: Timers, config: SimConfig) -> SimWorker:
     """The simulated worker of `config`, its noise drawn from the config's seed."""
     rng = RngStreams(config.seed).stream("batch-noise")
-    return SimWorker(clock, config.batch_model, config.noise_sigma, rng, speed=config.speed)
+    return SimWorker(
+        clock,
+        config.batch_model,
+        config.noise_sigma,
+        rng,
+        shadow_profiling=config.shadow_profiling,
+        speed=config.speed,
+    )
 
 
 def sim_profiler(config: SimConfig) -> Profiler:

@@ -10,10 +10,13 @@ import pytest
 
 from kairos.orloj.batchdist import BatchLatencyModel
 from kairos.orloj.policy import Batch, Request
+from kairos.orloj.runtime import calibrate as calibration_module
 from kairos.orloj.runtime.calibrate import (
     MIN_SLOPE,
+    BatchPoint,
     Calibration,
     CalibrationConfig,
+    calibrate,
     complete_table,
 )
 from kairos.orloj.runtime.models import EarlyExitCNN, build_model
@@ -93,6 +96,48 @@ def test_complete_table_interpolates_and_repairs_noise() -> None:
     assert floored == {1: (2.0, MIN_SLOPE), 2: (2.5, 0.2)}
     same = BatchLatencyModel()
     assert complete_table(same, (1, 2)) is same
+
+
+def _erring_by(error: float) -> Calibration:
+    """A calibration whose one point errs by `error` against g_1(l) = l."""
+    point = BatchPoint(1, "a", False, 10.0, 10.0 / (1 + error))
+    return Calibration("m", {"a": [10.0]}, [point], BatchLatencyModel(table={1: (0.0, 1.0)}), 0.1)
+
+
+@pytest.mark.parametrize(
+    ("errors", "retakes", "measured", "kept"),
+    [
+        ((0.05, 0.5), 1, 1, 0.05),  # a good fit is not measured again
+        ((0.5, 0.3), 1, 2, 0.3),  # a bad one is, and the better of the two kept
+        ((0.5, 0.9), 1, 2, 0.5),  # the retake was worse: the first kept
+        ((0.5, 0.3, 0.1), 2, 3, 0.1),  # again while still over 2 x tolerance
+        ((0.5, 0.15, 0.1), 2, 2, 0.15),  # stops once within it
+        ((0.5, 0.3), 0, 1, 0.5),  # retakes=0: one measurement, whatever its fit
+    ],
+)
+def test_a_calibration_erring_past_twice_the_tolerance_is_taken_again(
+    monkeypatch: pytest.MonkeyPatch,
+    errors: tuple[float, ...],
+    retakes: int,
+    measured: int,
+    kept: float,
+) -> None:
+    takes = iter(errors)
+    calls: list[float] = []
+
+    def fake_measure(*_args: object) -> Calibration:
+        calls.append(next(takes))
+        return _erring_by(calls[-1])
+
+    monkeypatch.setattr(calibration_module, "_measure", fake_measure)
+    monkeypatch.setattr(calibration_module, "warm_up", lambda *_a: None)
+    monkeypatch.setattr(calibration_module, "configure_threads", lambda *_a: None)
+    said: list[str] = []
+    cfg = CalibrationConfig(retakes=retakes)
+    cal = calibrate(build_model("decoder"), cfg, progress=said.append)
+    assert len(calls) == measured
+    assert cal.median_error() == pytest.approx(kept)
+    assert sum("measuring again" in m for m in said) == measured - 1
 
 
 def test_app_profiles_capacity_prediction_and_file_round_trip(

@@ -13,11 +13,21 @@ Two things every policy needs and nothing else can tell us:
   within the tolerance (10% by default).
 
 Times come from the executor's own timing path (`timed_run`), so they measure what the
-worker will see. Two statistics, for two purposes: the solo profiles keep every run (the
-latency a request will typically see, other work on the machine included), while g_k is
-fitted to the fastest of the repeated runs of each point. Other work on a shared machine only
-adds time, so the fastest run is the model's own cost: g_k then describes how batching scales
-the model, and applied to a (typical) solo latency it predicts a typical batch.
+worker will see. The solo profiles keep every run (the latency a request will typically see,
+other work on the machine included); g_k is fitted median to median: each point's median batch
+run against the deepest class's median solo run, so that applied to a typical solo latency it
+predicts a typical batch. It used to be fitted fastest to fastest, on the idea that other work
+only adds time; but this VM also has rare fast runs (one solo run of 15.7 ms where the other
+nine took 21.7-35.6), and the fastest of 10 solo runs against the fastest of 5 batch runs
+compares order statistics of different depth: the k = 1 point, the very same computation as a
+solo run, came out 66% apart, and one CI run's fit erred by 38% at the median point. Over six
+local runs, three with CPU hogs, the median fit erred by 4.5-10% against 5-15% fastest to
+fastest.
+
+A calibration whose own check errs by more than twice the tolerance at the median point was
+taken through a burst of interference; it is taken again (`retakes`, once by default) and the
+better-fitting measurement kept, as an operator reading `kairos orloj calibrate`'s check
+would do.
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ class CalibrationConfig(BaseModel):
     batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16)
     solo_runs: int = Field(15, ge=3)  # per input class
     batch_reps: int = Field(3, ge=1)  # per grid point (median kept)
+    retakes: int = Field(1, ge=0)  # measure again while the median point errs > 2 x tolerance
     padded: bool = True  # also time one deep member padded with shallow ones
     # g_k family: a per-k table (a_k, s_k) by default (CPU batching is not linear in k), or
     # the spec's affine (c0, c_fix, c1), or the paper's (c0, c1)
@@ -59,8 +70,8 @@ class BatchPoint:
     k: int
     deepest: str  # class of the slowest member
     padded: bool  # one `deepest` member plus shallow ones (else k copies of it)
-    max_solo_ms: float  # the fastest solo run of the deepest class
-    batch_ms: float  # the fastest run of this batch
+    max_solo_ms: float  # the median solo run of the deepest class
+    batch_ms: float  # the median run of this batch
 
 
 @dataclass
@@ -80,6 +91,9 @@ class Calibration:
         meas = np.array([p.batch_ms for p in self.points])
         return np.abs(pred - meas) / meas
 
+    def median_error(self) -> float:
+        return float(np.median(self.errors()))
+
     def check(self) -> dict[str, Any]:
         """How well g_k fits: the share of grid points within the tolerance, and by how much
         padded batches differ from homogeneous ones of the same deepest class."""
@@ -90,7 +104,7 @@ class Calibration:
             "points": len(self.points),
             "within_tolerance": float(np.mean(err <= self.tolerance)),
             "tolerance": self.tolerance,
-            "median_rel_error": float(np.median(err)),
+            "median_rel_error": self.median_error(),
             "max_rel_error": float(err.max()),
             "padded_vs_homogeneous_median": float(np.median(pad)) if pad else float("nan"),
             "batch_model": self.batch_model.model_dump(),
@@ -186,17 +200,30 @@ def complete_table(model: BatchLatencyModel, sizes: Sequence[int]) -> BatchLaten
 def calibrate(
     model: ServedModel, config: CalibrationConfig | None = None, progress: Progress | None = None
 ) -> Calibration:
-    """Warm up, time solo runs per class and batches over the (k, class) grid, fit g_k.
-
-    Repetitions are interleaved (every point once, then again, ..., with the solo runs spread
-    among them), so a stretch of interference from other processes spreads over all points
-    instead of skewing some.
-    """
+    """Warm up, measure, fit g_k; measure again (up to `retakes` times) while the fit's median
+    point errs by more than twice the tolerance, keeping the best-fitting measurement."""
     cfg = config or CalibrationConfig()
     say = progress or (lambda _msg: None)
     configure_threads(cfg.threads)
     say("warming up")
     warm_up(model, cfg.batch_sizes)
+    best = _measure(model, cfg, say)
+    for _ in range(cfg.retakes):
+        if best.median_error() <= 2 * cfg.tolerance:
+            break
+        say(f"the median batch erred by {best.median_error():.0%} from g_k: measuring again")
+        again = _measure(model, cfg, say)
+        best = min(best, again, key=Calibration.median_error)
+    return best
+
+
+def _measure(model: ServedModel, cfg: CalibrationConfig, say: Progress) -> Calibration:
+    """Time solo runs per class and batches over the (k, class) grid, fit g_k.
+
+    Repetitions are interleaved (every point once, then again, ..., with the solo runs spread
+    among them), so a stretch of interference from other processes spreads over all points
+    instead of skewing some.
+    """
     classes = model.classes()
     shallow = next(iter(classes))  # classes come cheapest first
     grid: list[tuple[int, str, bool, list[BaseModel]]] = []
@@ -218,7 +245,7 @@ def calibrate(
             for i, (_, _, _, xs) in enumerate(grid):
                 times[i].append(_time_ms(model, xs))
     points = [
-        BatchPoint(k, name, padded, min(solo[name]), min(t))
+        BatchPoint(k, name, padded, float(np.median(solo[name])), float(np.median(t)))
         for (k, name, padded, _), t in zip(grid, times, strict=True)
     ]
     fitted = fit_batch_model(
