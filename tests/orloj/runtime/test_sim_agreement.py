@@ -94,7 +94,7 @@ TOLERANCE = {"orloj": 0.12, "clockwork": 0.25}
 # 0-25% over eight runs of this test on this machine (busy and quiet), and a CI run before the
 # speed replay by 36% (1.24 against 1.93); charging the decisions' CPU time (`charge_overhead`)
 # moved it by under 5%, so the remaining gap is not the decision time. Simulating the
-# profiler's re-runs on the worker closed part of it (8-19% smaller in two runs since). 0.4
+# profiler's re-runs on the worker closed part of it (5-13% smaller in three runs since). 0.4
 # bounds what was seen and still fails a simulator that does not batch (1.0 against 2-5
 # measured at load 0.7).
 # Clockwork's is not compared: it follows its rejections (above), which moved it by up to 0.6.
