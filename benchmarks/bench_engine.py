@@ -20,7 +20,9 @@
    greedy tokens must be identical (an assertion). On mixed lengths our engine also runs
    with decode lanes ("ours, decode lanes", lanes.py: decode steps split over one thread
    per intra-op thread; off by default), so what they gain or lose on this machine at this
-   load is paired in the same rounds (its `ours_over` is ours' speed over its). Printed:
+   load is paired in the same rounds (its `ours_over` is ours' speed over its), and so does
+   "ours, one GEMM per product": our engine with its decode-sized products left whole
+   (row_split.py off), which shows what splitting them over the threads gains. Printed:
    ours/theirs (per-round paired ratios, geometric mean and 95% CI) and each runner's busy
    cores during decode (process CPU time / wall time from the moment every request has its
    first token), with the thread count and the load average: on a shared machine other
@@ -41,6 +43,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from kairos.andes.engine import row_split
 from kairos.andes.engine.anchor import (
     CpuSampler,
     Run,
@@ -188,6 +191,7 @@ def against_transformers(quick: bool) -> list[dict[str, Any]]:
             }
             if len(prompts) > 1:  # one request never fills two lanes: nothing to compare
                 runners[LANES] = lambda p=prompts, o=outs: run_ours(model, p, o, lanes=threads)
+            runners[UNSPLIT] = _unsplit(lambda p=prompts, o=outs: run_ours(model, p, o))
             runners["transformers static"] = lambda p=prompts, o=outs: run_static(hf, p, o)
             runners["transformers continuous"] = lambda p=prompts, o=outs: run_continuous(hf, p, o)
             rows += _anchor_rounds(label, runners, sum(outs), rounds)
@@ -196,6 +200,21 @@ def against_transformers(quick: bool) -> list[dict[str, Any]]:
 
 # our engine with decode lanes (lanes.py, off by default), one per intra-op thread
 LANES = "ours, decode lanes"
+# our engine with every product in one torch op (row_split.py off)
+UNSPLIT = "ours, one GEMM per product"
+
+
+def _unsplit(runner: Callable[[], Run]) -> Callable[[], Run]:
+    """`runner` with row_split.py off (runs are sequential: nothing else sees it off)."""
+
+    def run() -> Run:
+        saved, row_split.MAX_ROWS = row_split.MAX_ROWS, 0
+        try:
+            return runner()
+        finally:
+            row_split.MAX_ROWS = saved
+
+    return run
 
 
 def _on_own_thread(runner: Callable[[], Run]) -> Run:

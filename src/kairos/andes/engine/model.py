@@ -15,6 +15,12 @@ from kairos.andes.engine.attention import AttentionBatch, paged_attention
 from kairos.andes.engine.config import ModelConfig
 from kairos.andes.engine.kv_cache import LayerKV
 from kairos.andes.engine.rope import RotaryEmbedding, apply_rope
+from kairos.andes.engine.row_split import linear, linear_add
+
+
+def _project(proj: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """`proj(x)`, a decode-sized product split over the CPU's threads (row_split.py)."""
+    return linear(x, proj.weight, proj.bias)
 
 
 class RMSNorm(nn.Module):
@@ -70,17 +76,17 @@ class Attention(nn.Module):
         """`residual + attention(x)`: the add rides on the output projection (one addmm)."""
         t = x.shape[0]
         if self._qkv is not None:  # rotate q and k together: one set of elementwise ops
-            qkv = nn.functional.linear(x, *self._qkv)
+            qkv = linear(x, *self._qkv)
             qk_dim = (self.heads + self.kv_heads) * self.head_dim
             qk = apply_rope(qkv[:, :qk_dim].view(t, -1, self.head_dim), *rope)
             q, k = qk[:, : self.heads], qk[:, self.heads :]
             v = qkv[:, qk_dim:].view(t, self.kv_heads, self.head_dim)
         else:
-            q = apply_rope(self.q_proj(x).view(t, self.heads, self.head_dim), *rope)
-            k = apply_rope(self.k_proj(x).view(t, self.kv_heads, self.head_dim), *rope)
-            v = self.v_proj(x).view(t, self.kv_heads, self.head_dim)
+            q = apply_rope(_project(self.q_proj, x).view(t, self.heads, self.head_dim), *rope)
+            k = apply_rope(_project(self.k_proj, x).view(t, self.kv_heads, self.head_dim), *rope)
+            v = _project(self.v_proj, x).view(t, self.kv_heads, self.head_dim)
         out = paged_attention(q, k, v, batch, kv).reshape(t, self.heads * self.head_dim)
-        return torch.addmm(residual, out, self.o_proj.weight.t())
+        return linear_add(residual, out, self.o_proj.weight)
 
 
 class MLP(nn.Module):
@@ -100,11 +106,11 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         """`residual + mlp(x)`, the add riding on the down projection."""
         if self._gate_up is None:
-            act = nn.functional.silu(self.gate_proj(x)) * self.up_proj(x)
+            act = nn.functional.silu(_project(self.gate_proj, x)) * _project(self.up_proj, x)
         else:
-            gate, up = nn.functional.linear(x, self._gate_up).chunk(2, dim=-1)
+            gate, up = linear(x, self._gate_up).chunk(2, dim=-1)
             act = nn.functional.silu(gate) * up
-        return torch.addmm(residual, act, self.down_proj.weight.t())
+        return linear_add(residual, act, self.down_proj.weight)
 
 
 class DecoderLayer(nn.Module):
@@ -162,7 +168,11 @@ class LlamaForCausalLM(nn.Module):
         kv_cache: list[LayerKV] | None = None,
     ) -> torch.Tensor:
         """Logits at each sequence's last scheduled token: [S, vocab]."""
-        return self.lm_head(self.hidden(input_ids, positions, batch, kv_cache))
+        return self.logits(self.hidden(input_ids, positions, batch, kv_cache))
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The vocabulary projection of final-norm rows: [S, vocab]."""
+        return _project(self.lm_head, hidden)
 
     def hidden(
         self,

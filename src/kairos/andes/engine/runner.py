@@ -214,7 +214,7 @@ class ModelRunner:
             hidden = hidden[torch.from_numpy(np.argsort(order)).to(self.device)]
         self.lane_iterations += 1
         self.last_stage = "reuse" if all(m == "reuse" for m in modes) else "fill"
-        return self.model.lm_head(hidden)
+        return self.model.logits(hidden)
 
     def _unstage_lanes(self) -> None:
         for stage in self.lane_stages:

@@ -1,0 +1,72 @@
+"""Decode-sized matrix products on a CPU, split by weight rows over the intra-op threads.
+
+Why. A decode step multiplies a few activation rows (one per sequence) by every weight
+matrix: the step is a stream of weight reads, and its speed is how fast the cores read the
+weights. torch sends `linear(x, W)` with a skinny `x` to one BLAS GEMM, and on the CPU wheel
+we pin (MKL sgemm, 2 threads) that GEMM neither reads a large weight fast nor threads a
+skinny product: the anchor model's 512x32000 vocabulary projection took 4.1 ms for one row
+on 1 thread and on 2 (64 MB read at 16 GB/s, one core idle), 7.8 ms for two rows.
+The same product as a batch of k independent row blocks (`bmm` of W viewed `[k, out/k, in]`
+against the rows) runs each block as its own product, the blocks spread over the
+threads: 1.0-1.2 ms on 2 threads (0.95-1.9 ms on 1). This is how llama.cpp and other
+CPU inference engines run decode, each thread owning a slice of the weight's rows; no
+row is summed differently, only the blocking of the output changes, so results agree with
+`linear` to float rounding.
+
+Where. On CPU tensors in float32, with at least 2 intra-op threads, for at most `MAX_ROWS`
+activation rows (decode batches and the vocabulary projection of any iteration; prefill's
+long inputs thread well in one GEMM and keep it), when the output size divides into the
+blocks. Anything else takes the plain op. Measured gains: docs/andes.md, must-show 6.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+MAX_ROWS = 64  # activation rows up to which a product is split
+
+
+def blocks_for(x: torch.Tensor, weight: torch.Tensor) -> int:
+    """How many row blocks to split this product into; below 2, don't split."""
+    if (
+        x.device.type != "cpu"
+        or x.dtype != torch.float32
+        or x.dim() != 2
+        or x.shape[0] > MAX_ROWS
+        or weight.dim() != 2
+        or not weight.is_contiguous()
+    ):
+        return 1
+    k = torch.get_num_threads()  # a block per thread: 2 per thread measured the same
+    return k if k >= 2 and weight.shape[0] % k == 0 else 1
+
+
+def _split(x: torch.Tensor, weight: torch.Tensor, k: int) -> torch.Tensor:
+    out, inp = weight.shape
+    rows = x.shape[0]
+    # The product's operands in the strides BLAS takes as they are. A one-row tensor counts
+    # as contiguous whatever the stride of its size-1 dimension (a one-row output of this
+    # very function, transposed, has strides (1, 1)); handed such a row, bmm took a slow
+    # path, 0.63 ms instead of 0.06 for the anchor model's gate|up product. Flattening
+    # first gives the row its canonical strides.
+    xt = x.reshape(-1).view(rows, inp).t().unsqueeze(0).expand(k, inp, rows)
+    y = torch.bmm(weight.view(k, out // k, inp), xt)  # [k, out / k, rows]
+    return y.view(1, out) if rows == 1 else y.view(out, rows).t().contiguous()
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """`F.linear(x, weight, bias)`."""
+    k = blocks_for(x, weight)
+    if k < 2:
+        return F.linear(x, weight, bias)
+    y = _split(x, weight, k)
+    return y if bias is None else y.add_(bias)
+
+
+def linear_add(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """`residual + F.linear(x, weight)`: the residual add riding on the product."""
+    k = blocks_for(x, weight)
+    if k < 2:
+        return torch.addmm(residual, x, weight.t())
+    return _split(x, weight, k).add_(residual)

@@ -1,0 +1,108 @@
+"""Row-split products (row_split.py): the same numbers as torch's own op, split only where
+they are meant to be, and handed on in strides that BLAS takes as they are."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kairos.andes.engine import row_split
+from kairos.andes.engine.row_split import blocks_for, linear, linear_add
+
+
+@pytest.fixture
+def two_threads() -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, inp: int) -> None:
+    # float32 dot products of `inp` terms summed in another order: a few ulps per term
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6 * inp)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(1, row_split.MAX_ROWS + 8),
+    out_half=st.integers(1, 96),
+    odd=st.booleans(),
+    inp=st.integers(1, 160),
+    bias=st.booleans(),
+    threads=st.sampled_from([1, 2, 3]),
+    seed=st.integers(0, 2**16),
+)
+def test_linear_and_linear_add_equal_torchs_ops(
+    rows: int, out_half: int, odd: bool, inp: int, bias: bool, threads: int, seed: int
+) -> None:
+    """Split or not (rows past MAX_ROWS, an output size the blocks don't divide, one
+    thread), the result is torch's own to float rounding, with canonical strides."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        g = torch.Generator().manual_seed(seed)
+        out = 2 * out_half + odd
+        x = torch.randn(rows, inp, generator=g)
+        w = torch.randn(out, inp, generator=g)
+        b = torch.randn(out, generator=g) if bias else None
+        r = torch.randn(rows, out, generator=g)
+        y = linear(x, w, b)
+        _close(y, F.linear(x, w, b), inp)
+        _close(linear_add(r, x, w), torch.addmm(r, x, w.t()), inp)
+        assert y.is_contiguous() and y.stride() == (out, 1)
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.usefixtures("two_threads")
+def test_decode_sized_float32_products_split_over_the_threads() -> None:
+    w = torch.randn(64, 8)
+    assert blocks_for(torch.randn(1, 8), w) == 2
+    assert blocks_for(torch.randn(row_split.MAX_ROWS, 8), w) == 2
+
+
+@pytest.mark.usefixtures("two_threads")
+@pytest.mark.parametrize(
+    ("x", "w"),
+    [
+        (torch.randn(row_split.MAX_ROWS + 1, 8), torch.randn(64, 8)),  # prefill-sized
+        (torch.randn(1, 8, dtype=torch.float64), torch.randn(64, 8, dtype=torch.float64)),
+        (torch.randn(1, 8, dtype=torch.bfloat16), torch.randn(64, 8, dtype=torch.bfloat16)),
+        (torch.randn(1, 8), torch.randn(63, 8)),  # 63 rows don't cut in 2 equal blocks
+        (torch.randn(1, 8), torch.randn(8, 64).t()),  # a transposed (non-contiguous) weight
+        (torch.randn(2, 1, 8), torch.randn(64, 8)),  # not a matrix of rows
+    ],
+)
+def test_anything_else_takes_torchs_op(x: torch.Tensor, w: torch.Tensor) -> None:
+    assert blocks_for(x, w) == 1
+    torch.testing.assert_close(linear(x, w), F.linear(x, w))
+
+
+def test_one_thread_takes_torchs_op() -> None:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert blocks_for(torch.randn(1, 8), torch.randn(64, 8)) == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.usefixtures("two_threads")
+def test_a_row_with_a_degenerate_stride_is_read_as_a_row() -> None:
+    """A one-row tensor counts as contiguous whatever its size-1 dimension's stride; one
+    with strides (1, 1) (a transposed one-row output) must give the same product, and the
+    output of a one-row product must carry canonical strides, not (1, 1)."""
+    w = torch.randn(64, 16)
+    column = torch.randn(16, 1)
+    row = column.t()
+    assert row.stride() == (1, 1) and row.is_contiguous()
+    torch.testing.assert_close(linear(row, w), F.linear(row.clone(), w))
+    y = linear(row, w)
+    assert y.stride() == (64, 1)
+    assert linear_add(torch.zeros(1, 64), row, w).stride() == (64, 1)
