@@ -22,11 +22,16 @@
    per intra-op thread; off by default), so what they gain or lose on this machine at this
    load is paired in the same rounds (its `ours_over` is ours' speed over its), and so does
    "ours, one GEMM per product": our engine with its decode-sized products left whole
-   (row_split.py off), which shows what splitting them over the threads gains. Printed:
-   ours/theirs (per-round paired ratios, geometric mean and 95% CI) and each runner's busy
-   cores during decode (process CPU time / wall time from the moment every request has its
-   first token), with the thread count and the load average: on a shared machine other
-   processes take cores too.
+   (`split_products="off"`; ours measures per iteration whether splitting them over the
+   threads is faster, row_split.py), which shows what the split gains. Ours and both
+   transformers runners also run once per round on one intra-op thread: `threads_speedup`
+   is their decode time on one thread over that on all (paired per round), how much of the
+   other cores' time turns into progress. Printed: ours/theirs (per-round paired ratios,
+   geometric mean and 95% CI), each runner's busy cores during decode (process CPU time /
+   wall time from the moment every request has its first token) with the thread count and
+   the load average (on a shared machine other processes take cores too). Busy cores alone
+   do not say the cores work: with `OMP_WAIT_POLICY=ACTIVE` every runner read 1.96-1.99 of
+   2 while running 0.6-0.8x as fast (its idle threads spin), hence `threads_speedup`.
 """
 
 from __future__ import annotations
@@ -36,14 +41,13 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from kairos.andes.engine import row_split
 from kairos.andes.engine.anchor import (
     CpuSampler,
     Run,
@@ -175,7 +179,7 @@ def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
 def against_transformers(quick: bool) -> list[dict[str, Any]]:
     """Part 3 of the module docstring: mixed lengths (prompts 16-256 tokens, outputs 32-256)
     for 16 requests, and one request alone (64-token prompt, 128 new tokens)."""
-    rounds = 2 if quick else 3
+    rounds = 2 if quick else 5
     gen = torch.Generator().manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         model = write_checkpoint(Path(tmp))
@@ -191,10 +195,10 @@ def against_transformers(quick: bool) -> list[dict[str, Any]]:
             }
             if len(prompts) > 1:  # one request never fills two lanes: nothing to compare
                 runners[LANES] = lambda p=prompts, o=outs: run_ours(model, p, o, lanes=threads)
-            runners[UNSPLIT] = _unsplit(lambda p=prompts, o=outs: run_ours(model, p, o))
+            runners[UNSPLIT] = lambda p=prompts, o=outs: run_ours(model, p, o, split_products="off")
             runners["transformers static"] = lambda p=prompts, o=outs: run_static(hf, p, o)
             runners["transformers continuous"] = lambda p=prompts, o=outs: run_continuous(hf, p, o)
-            rows += _anchor_rounds(label, runners, sum(outs), rounds)
+            rows += _anchor_rounds(label, runners, sum(outs), rounds, ONE_THREAD)
     return rows
 
 
@@ -202,35 +206,33 @@ def against_transformers(quick: bool) -> list[dict[str, Any]]:
 LANES = "ours, decode lanes"
 # our engine with every product in one torch op (row_split.py off)
 UNSPLIT = "ours, one GEMM per product"
+# runners also timed on one intra-op thread: how much faster the second thread makes decode
+ONE_THREAD = ("ours", "transformers static", "transformers continuous")
 
 
-def _unsplit(runner: Callable[[], Run]) -> Callable[[], Run]:
-    """`runner` with row_split.py off (runs are sequential: nothing else sees it off)."""
-
-    def run() -> Run:
-        saved, row_split.MAX_ROWS = row_split.MAX_ROWS, 0
-        try:
-            return runner()
-        finally:
-            row_split.MAX_ROWS = saved
-
-    return run
-
-
-def _on_own_thread(runner: Callable[[], Run]) -> Run:
+def _on_own_thread(runner: Callable[[], Run], threads: int | None = None) -> Run:
     """Run on a fresh thread, as transformers' continuous batching always does (its loop is
     a background thread): every runner then meets the same threading. On the main thread
     of this shared, oversubscribed machine, each of torch's two-thread parallel regions
     waited about a scheduler time slice (10-13 ms for ops that take 0.2-1.5 ms alone), which
-    made a main-thread run 3-12x slower than the same run on another thread."""
+    made a main-thread run 3-12x slower than the same run on another thread.
+
+    `threads`: the run's intra-op threads, if not the default. `torch.set_num_threads` sets
+    the calling thread's count and the process-wide default that threads started meanwhile
+    (transformers' loop) read, so the default is put back when the run ends."""
     box: list[Run] = []
     errors: list[BaseException] = []
+    default = torch.get_num_threads()
 
     def target() -> None:
         try:
+            if threads is not None:
+                torch.set_num_threads(threads)
             box.append(runner())
         except BaseException as e:  # re-raised on the caller's thread
             errors.append(e)
+        finally:
+            torch.set_num_threads(default)
 
     thread = threading.Thread(target=target, name="anchor-runner")
     thread.start()
@@ -241,34 +243,45 @@ def _on_own_thread(runner: Callable[[], Run]) -> Run:
 
 
 def _anchor_rounds(
-    label: str, runners: dict[str, Callable[[], Run]], tokens: int, rounds: int
+    label: str,
+    runners: dict[str, Callable[[], Run]],
+    tokens: int,
+    rounds: int,
+    one_thread: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    names = list(runners)
-    walls: dict[str, list[float]] = {n: [] for n in names}
-    busy: dict[str, list[float]] = {n: [] for n in names}
+    """Every runner, and those in `one_thread` once more on one intra-op thread, in
+    rotating order each round; the tokens of every run must be the first run's."""
+    runs = [(n, None) for n in runners] + [(n, 1) for n in one_thread if n in runners]
+    walls: dict[tuple[str, int | None], list[float]] = {k: [] for k in runs}
+    decode: dict[tuple[str, int | None], list[float]] = {k: [] for k in runs}
+    busy: dict[tuple[str, int | None], list[float]] = {k: [] for k in runs}
     reference: list[list[int]] | None = None
     with CpuSampler() as sampler:
         for r in range(rounds):
-            for name in names[r % len(names) :] + names[: r % len(names)]:  # rotating order
-                run = _on_own_thread(runners[name])
+            for key in runs[r % len(runs) :] + runs[: r % len(runs)]:  # rotating order
+                run = _on_own_thread(runners[key[0]], key[1])
                 reference = reference or run.tokens
                 if run.tokens != reference:
-                    raise AssertionError(f"{label}: {name}'s greedy tokens differ from ours")
-                walls[name].append(run.wall_s)
-                busy[name].append(sampler.utilisation(run.decode_from, run.end))
+                    raise AssertionError(f"{label}: {key}'s greedy tokens differ from ours")
+                walls[key].append(run.wall_s)
+                decode[key].append(run.end - run.decode_from)
+                busy[key].append(sampler.utilisation(run.decode_from, run.end))
     rows = []
-    for name in names:
+    for name in runners:
+        key = (name, None)
         row: dict[str, Any] = {
             "requests": label,
             "system": name,
-            "tok_s": tokens / min(walls[name]),
-            "ms_per_token": 1e3 * min(walls[name]) / tokens if label == "single" else None,
-            "decode_busy_cores": statistics.median(busy[name]),
+            "tok_s": tokens / min(walls[key]),
+            "ms_per_token": 1e3 * min(walls[key]) / tokens if label == "single" else None,
+            "decode_busy_cores": statistics.median(busy[key]),
             "threads": torch.get_num_threads(),
             "load_avg": os.getloadavg()[0],
         }
         if name != "ours":
-            row |= paired_ratio(walls[name], walls["ours"]).columns("ours_over")
+            row |= paired_ratio(walls[key], walls[("ours", None)]).columns("ours_over")
+        if (name, 1) in decode:  # decode time on 1 thread over decode time on `threads`
+            row |= paired_ratio(decode[(name, 1)], decode[key]).columns("threads_speedup")
         rows.append(row)
     return rows
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 import torch
 
@@ -60,9 +62,11 @@ def make_engine(
     stage_decodes: bool | None = None,
     decode_lanes: int = 0,
     adaptive_lanes: bool = True,
+    dtype: Literal["float64", "float32"] = "float64",
+    split_products: Literal["measured", "on", "off"] = "measured",
 ) -> LLMEngine:
     cfg = EngineConfig(
-        dtype="float64",
+        dtype=dtype,
         device="cpu",
         num_gpu_blocks=blocks,
         num_cpu_blocks=cpu_blocks,
@@ -74,10 +78,11 @@ def make_engine(
         stage_decodes=stage_decodes,
         decode_lanes=decode_lanes,
         adaptive_lanes=adaptive_lanes,
+        split_products=split_products,
     )
     return LLMEngine(
         cfg,
-        model=tiny_model(seed),
+        model=tiny_model(seed).to(getattr(torch, dtype)),
         latency=flat_profile(blocks * 16, cpu_blocks * 16),
         policy=policy_obj,
     )

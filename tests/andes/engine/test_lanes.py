@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from kairos.andes.engine.api import QoESpec, SamplingParams
-from kairos.andes.engine.lane_choice import LaneChoice
 from kairos.andes.engine.lanes import DecodeLanes
+from kairos.andes.engine.path_choice import PathChoice
 
 from .conftest import drive, make_engine
 from .test_correctness import prompts
@@ -68,9 +68,9 @@ def test_switching_between_lanes_and_one_pass_changes_no_token() -> None:
     ]
     reference = drive(make_engine(decode_lanes=0), ps, params, QOE)
     engine = make_engine(decode_lanes=2, max_model_len=224)
-    choice = LaneChoice(period=3, probe=2, first_after=1)
-    choice.record = lambda lanes, seconds, rows: LaneChoice.record(  # type: ignore[method-assign]
-        choice, lanes, 1.0 if lanes == choice.use_lanes else 0.5, rows
+    choice = PathChoice(period=3, probe=2, first_after=1)
+    choice.record = lambda lanes, seconds, rows: PathChoice.record(  # type: ignore[method-assign]
+        choice, lanes, 1.0 if lanes == choice.on_candidate else 0.5, rows
     )  # the path not in use always measures faster: it switches after every probe
     engine.runner.lane_choice = choice
     assert drive(engine, ps, params, QOE) == reference
@@ -78,35 +78,35 @@ def test_switching_between_lanes_and_one_pass_changes_no_token() -> None:
     assert engine.runner.lane_iterations > 10
 
 
-def test_lane_choice_keeps_the_faster_path_and_probes_the_other() -> None:
-    choice = LaneChoice(period=10, probe=3, first_after=2)
+def test_path_choice_keeps_the_faster_path_and_probes_the_other() -> None:
+    choice = PathChoice(period=10, probe=3, first_after=2)
     speed = {True: 2.0, False: 1.0}  # seconds per row: one pass is faster
     paths = []
     for _ in range(60):
-        lanes = choice.lanes_now()
+        lanes = choice.now()
         paths.append(lanes)
         choice.record(lanes, speed[lanes] * 4, 4)
     assert paths[:2] == [True, True]  # starts on the lanes
     assert paths[2:5] == [False] * 3  # an early probe of one pass ...
-    assert not choice.use_lanes and choice.switches == 1  # ... which is faster: switched
+    assert not choice.on_candidate and choice.switches == 1  # ... which is faster: switched
     assert paths[5:15] == [False] * 10
     assert paths[15:18] == [True] * 3  # a probe of the lanes every `period` iterations
     assert paths[18:28] == [False] * 10  # which stay slower: no switch
     assert choice.switches == 1
     speed = {True: 0.5, False: 1.0}  # the machine changed: now the lanes are faster
     for _ in range(30):
-        lanes = choice.lanes_now()
+        lanes = choice.now()
         choice.record(lanes, speed[lanes] * 4, 4)
-    assert choice.use_lanes and choice.switches == 2
+    assert choice.on_candidate and choice.switches == 2
     # a probe's first iteration regathers: its time is left out of the comparison
-    choice = LaneChoice(period=10, probe=3, first_after=1)
-    choice.record(choice.lanes_now(), 4.0, 4)  # lanes: 1 s per row
+    choice = PathChoice(period=10, probe=3, first_after=1)
+    choice.record(choice.now(), 4.0, 4)  # lanes: 1 s per row
     for t in (100.0, 0.5, 0.5):  # one pass: a slow regather, then faster
-        assert not choice.lanes_now()
+        assert not choice.now()
         choice.record(False, t * 4, 4)
-    assert not choice.use_lanes
+    assert not choice.on_candidate
     with pytest.raises(ValueError):
-        LaneChoice(probe=1)
+        PathChoice(probe=1)
 
 
 def test_sampled_text_is_unchanged_by_lanes() -> None:

@@ -4,6 +4,7 @@ they are meant to be, and handed on in strides that BLAS takes as they are."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Literal
 
 import pytest
 import torch
@@ -12,7 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kairos.andes.engine import row_split
+from kairos.andes.engine.api import QoESpec, SamplingParams
+from kairos.andes.engine.path_choice import PathChoice
 from kairos.andes.engine.row_split import blocks_for, linear, linear_add
+
+from .conftest import drive, make_engine
+from .test_correctness import prompts
+
+QOE = QoESpec(ttft_s=1.0, tokens_per_s=5.0)
 
 
 @pytest.fixture
@@ -106,3 +114,46 @@ def test_a_row_with_a_degenerate_stride_is_read_as_a_row() -> None:
     y = linear(row, w)
     assert y.stride() == (64, 1)
     assert linear_add(torch.zeros(1, 64), row, w).stride() == (64, 1)
+
+
+@pytest.mark.usefixtures("two_threads")
+def test_the_engine_splits_by_its_setting_and_no_token_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """float32 on 2 threads: "off" never splits, "on" splits every decode iteration, and
+    "measured", made to switch after every probe, moves between the two many times; the
+    text is the same throughout."""
+    splits = [0]
+    real_split = row_split._split
+
+    def counted(x: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
+        splits[0] += 1
+        return real_split(x, w, k)
+
+    monkeypatch.setattr(row_split, "_split", counted)
+    ps = prompts(6, seed=23)
+    params = [
+        SamplingParams(max_tokens=n, temperature=0, ignore_eos=True) for n in range(20, 80, 10)
+    ]
+
+    def run(setting: Literal["measured", "on", "off"], choice: PathChoice | None = None):  # type: ignore[no-untyped-def]
+        engine = make_engine(dtype="float32", split_products=setting)
+        if choice is not None:
+            engine.runner.split_choice = choice
+        splits[0] = 0
+        return drive(engine, ps, params, QOE), engine.runner, splits[0]
+
+    reference, off, n_off = run("off")
+    assert n_off == 0 and off.split_iterations == 0 and off.split_choice is None
+    tokens, on, n_on = run("on")
+    assert tokens == reference
+    assert on.split_iterations > 50 and n_on >= on.split_iterations
+    choice = PathChoice(period=3, probe=2, first_after=1)
+    choice.record = lambda split, seconds, rows: PathChoice.record(  # type: ignore[method-assign]
+        choice, split, 1.0 if split == choice.on_candidate else 0.5, rows
+    )  # the path not in use always measures faster: it switches after every probe
+    tokens, measured, n_measured = run("measured", choice)
+    assert tokens == reference
+    assert choice.switches > 10
+    assert 0 < measured.split_iterations < on.split_iterations
+    assert 0 < n_measured < n_on

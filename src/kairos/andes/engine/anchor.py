@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -138,9 +138,11 @@ def run_ours(
     outs: Sequence[int],
     policy: str = "fcfs",
     lanes: int = 0,
+    split_products: Literal["measured", "on", "off"] = "measured",
 ) -> Run:
     """Every request added at once, each with its own output length; steps until done.
-    `lanes`: the engine's `decode_lanes` (lanes.py; 0, the default: none).
+    `lanes`: the engine's `decode_lanes` (lanes.py; 0, the default: none); `split_products`
+    the engine's setting of that name (row_split.py).
 
     The engine runs where the model's weights are, in their dtype: its "auto" device would
     move them to a GPU when one is present (in bfloat16), which made a CPU anchor compare our
@@ -157,6 +159,7 @@ def run_ours(
             max_num_seqs=max(len(prompts), 1),
             policy=policy,
             decode_lanes=lanes,
+            split_products=split_products,
             device=str(weights.device),
             dtype=str(weights.dtype).removeprefix("torch."),
         ),

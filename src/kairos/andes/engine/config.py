@@ -161,8 +161,12 @@ class EngineConfig(BaseModel):
     # lane they ran decode steps 1.09-1.11x faster, with one core taken by other processes
     # 0.75-0.95x (docs/andes.md, must-show 6)
     decode_lanes: int = Field(0, ge=0)
-    # lanes or one pass per iteration by measured speed (lane_choice.py); False: always lanes
+    # lanes or one pass per iteration by measured speed (path_choice.py); False: always lanes
     adaptive_lanes: bool = True
+    # decode-sized products split by weight rows over the intra-op threads on a CPU
+    # (row_split.py): "measured" picks split or one GEMM per decode iteration by measured
+    # speed (path_choice.py); "on" or "off" fixes it
+    split_products: Literal["measured", "on", "off"] = "measured"
 
     @model_validator(mode="after")
     def _fits(self) -> EngineConfig:

@@ -147,6 +147,7 @@ class LLMEngine:
             stage_decodes=stage,
             lanes=lanes,
             adaptive_lanes=cfg.adaptive_lanes,
+            split_products=cfg.split_products if self.device.type == "cpu" else "off",
         )
         self.lock = threading.RLock()
         self.seqs: dict[str, Sequence_] = {}

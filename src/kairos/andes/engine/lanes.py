@@ -25,7 +25,7 @@ the process, decode steps of 8-16 rows ran 1.09-1.11x faster on two lanes, busy 
 against 1.6; with one core taken by other processes, 0.75-0.95x, since each lane reads every
 weight matrix and the lanes then share one core. So the engine leaves them off unless asked
 (`EngineConfig.decode_lanes`), and picks per iteration by measured speed when on
-(lane_choice.py).
+(path_choice.py).
 """
 
 from __future__ import annotations

@@ -16,21 +16,42 @@ row is summed differently, only the blocking of the output changes, so results a
 Where. On CPU tensors in float32, with at least 2 intra-op threads, for at most `MAX_ROWS`
 activation rows (decode batches and the vocabulary projection of any iteration; prefill's
 long inputs thread well in one GEMM and keep it), when the output size divides into the
-blocks. Anything else takes the plain op. Measured gains: docs/andes.md, must-show 6.
+blocks. Anything else takes the plain op. The gain is a property of the BLAS and the CPU
+(measured on an AMD EPYC; an MKL that threads skinny products well would gain nothing), so
+the engine's runner measures both ways and keeps the faster (path_choice.py), switching
+this thread's splitting with `splitting`. Measured gains: docs/andes.md, must-show 6.
 """
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
 
 MAX_ROWS = 64  # activation rows up to which a product is split
 
+_here = threading.local()  # per thread: a runner's choice holds on its own thread only
+
+
+@contextmanager
+def splitting(on: bool) -> Iterator[None]:
+    """Products on this thread split (where `blocks_for` allows) or not, for the block."""
+    before = getattr(_here, "on", True)
+    _here.on = on
+    try:
+        yield
+    finally:
+        _here.on = before
+
 
 def blocks_for(x: torch.Tensor, weight: torch.Tensor) -> int:
     """How many row blocks to split this product into; below 2, don't split."""
     if (
-        x.device.type != "cpu"
+        not getattr(_here, "on", True)
+        or x.device.type != "cpu"
         or x.dtype != torch.float32
         or x.dim() != 2
         or x.shape[0] > MAX_ROWS

@@ -8,12 +8,16 @@ generated text) and a decode are all the same operation.
 
 An iteration that only decodes, with no swap, and has at least `LANE_MIN_ROWS` sequences per
 decode lane may run on the lanes (lanes.py), when they are measured faster than one pass at
-the time (lane_choice.py): the batch is split into balanced parts, a request
+the time (path_choice.py): the batch is split into balanced parts, a request
 staying in its lane while the batch allows (so each lane's staged contexts are reused), each
 part's pass through the layers runs on its own lane thread, and the vocabulary projection and
 sampling run on all rows in the batch's order on the calling thread. Any other iteration runs
 whole on the calling thread with torch's intra-op threads. Each path stages its decode
 contexts on its own (staging.py); switching path flushes and drops the other's.
+
+On a CPU the products of a decode-only iteration run split over the threads
+(row_split.py) or each as one GEMM, whichever a second `PathChoice` measured faster; other
+iterations keep its current choice.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 import torch
@@ -28,9 +33,10 @@ import torch
 from kairos.andes.engine.api import SamplingParams
 from kairos.andes.engine.attention import AttentionBatch, StageMode
 from kairos.andes.engine.kv_cache import KVCache, LayerKV
-from kairos.andes.engine.lane_choice import LaneChoice
 from kairos.andes.engine.lanes import DecodeLanes
 from kairos.andes.engine.model import LlamaForCausalLM
+from kairos.andes.engine.path_choice import PathChoice
+from kairos.andes.engine.row_split import splitting
 from kairos.andes.engine.sampler import sample
 from kairos.andes.engine.staging import DecodeStage
 from kairos.andes.scheduler import SchedulerOutput
@@ -48,10 +54,12 @@ class ModelRunner:
         stage_decodes: bool = False,
         lanes: int = 0,
         adaptive_lanes: bool = True,
+        split_products: Literal["measured", "on", "off"] = "measured",
     ) -> None:
         """`lanes`: decode lanes (threads of one intra-op thread each); below 2, none.
-        `adaptive_lanes`: a `LaneChoice` picks lanes or one pass by measured speed; off,
-        every eligible iteration runs on the lanes."""
+        `adaptive_lanes`: a `PathChoice` picks lanes or one pass by measured speed; off,
+        every eligible iteration runs on the lanes. `split_products`: row_split.py on, off,
+        or per decode iteration by measured speed."""
         self.model = model
         self.cache = cache
         self.device = device
@@ -63,7 +71,10 @@ class ModelRunner:
             for _ in range(lanes if self.lanes else 0)
         ]
         self._lane_of: dict[str, int] = {}  # request id -> its lane, while it decodes there
-        self.lane_choice = LaneChoice() if self.lanes and adaptive_lanes else None
+        self.lane_choice = PathChoice() if self.lanes and adaptive_lanes else None
+        self.split_choice = PathChoice() if split_products == "measured" else None
+        self.split_fixed = split_products != "off"  # without a choice
+        self.split_iterations = 0
         self.stage_counts = {"off": 0, "fill": 0, "reuse": 0}  # per (lane) forward pass
         self.lane_iterations = 0
         self.last_stage: StageMode = "off"  # the last iteration's ("reuse": nothing gathered)
@@ -132,17 +143,25 @@ class ModelRunner:
             tables.append(block_tables[rid])
             ids.extend(token_ids[rid][start : start + step.tokens])
         lane_rows = self._lane_rows(out, rids_all)
-        if lane_rows is None:
-            logits = self._whole(out, rids_all, starts, lengths, tables, ids)
-        else:  # eligible for the lanes: the choice measures which path is faster now
-            on_lanes = self.lane_choice is None or self.lane_choice.lanes_now()
-            t0 = time.perf_counter()
-            if on_lanes:
+        lanes = lane_rows is not None and (self.lane_choice is None or self.lane_choice.now())
+        choice = self.split_choice
+        timed = choice is not None and not lanes and len(ids) == len(starts)  # decodes only
+        if choice is None:
+            split = self.split_fixed
+        else:
+            split = choice.now() if timed else choice.on_candidate
+        t0 = time.perf_counter()
+        with splitting(split):
+            if lane_rows is not None and lanes:
                 logits = self._on_lanes(lane_rows, rids_all, starts, tables, ids)
             else:
                 logits = self._whole(out, rids_all, starts, lengths, tables, ids)
-            if self.lane_choice is not None:
-                self.lane_choice.record(on_lanes, time.perf_counter() - t0, len(rids_all))
+        seconds = time.perf_counter() - t0
+        self.split_iterations += int(split and not lanes)
+        if lane_rows is not None and self.lane_choice is not None:
+            self.lane_choice.record(lanes, seconds, len(rids_all))
+        if timed and choice is not None:
+            choice.record(split, seconds, len(rids_all))
         rows = [i for i, s in enumerate(out.steps) if s.samples]
         if not rows:
             return {}

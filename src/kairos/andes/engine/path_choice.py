@@ -1,0 +1,68 @@
+"""Which of two ways to run an iteration is faster now: measured, not assumed.
+
+The runner has two such choices on a CPU, each a candidate path against the plain one:
+decode lanes against one pass (lanes.py), and decode-sized products split over the threads
+against one GEMM each (row_split.py). Which is faster depends on the machine (its BLAS and
+cores) and on its load at the moment: on the 56M anchor model, with one core left to the
+process, 4 decodes ran 0.75x as fast on two lanes as in one pass (docs/andes.md, must-show
+6), and a BLAS that threads skinny products well needs no split. So the runner asks a
+`PathChoice`, which keeps using the path it measured faster and re-measures now and then:
+every `period` eligible iterations it runs `probe` of them on the other path and switches if
+those ran faster per decoded row (medians, the probe's first iteration left out: for the
+lanes it regathers the decode contexts that the other path's staging held).
+
+Cost in a steady state: `probe` iterations in `period + probe` on the slower path (and, for
+the lanes, two regathers), about 1-2% of decode time at the defaults.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+
+PERIOD = 64  # eligible iterations between probes
+PROBE = 4  # iterations on the other path per probe
+FIRST_PROBE_AFTER = 8  # the first probe comes early: the starting path may be the wrong one
+
+
+class PathChoice:
+    """Starts on the candidate path (`now()` True) and keeps the faster of the two."""
+
+    def __init__(
+        self, period: int = PERIOD, probe: int = PROBE, first_after: int = FIRST_PROBE_AFTER
+    ) -> None:
+        if probe < 2:
+            raise ValueError("a probe needs 2 or more iterations (its first one is left out)")
+        self.period = period
+        self.probe = probe
+        self.on_candidate = True  # the path in use between probes
+        self.switches = 0
+        self._since_probe = period - first_after
+        self._probe_left = 0
+        self._per_row: dict[bool, deque[float]] = {
+            True: deque(maxlen=probe),
+            False: deque(maxlen=probe),
+        }
+
+    def now(self) -> bool:
+        """The path of this eligible iteration: True for the candidate."""
+        if not self._probe_left and self._since_probe >= self.period:
+            self._probe_left = self.probe
+            self._per_row[not self.on_candidate].clear()
+        return self.on_candidate if not self._probe_left else not self.on_candidate
+
+    def record(self, candidate: bool, seconds: float, rows: int) -> None:
+        """How long the iteration `now` chose took, for how many decoded rows."""
+        self._per_row[candidate].append(seconds / rows)
+        if candidate == self.on_candidate:
+            self._since_probe += 1
+            return
+        self._probe_left -= 1
+        if self._probe_left:
+            return
+        self._since_probe = 0
+        tried = statistics.median(list(self._per_row[candidate])[1:])
+        current = self._per_row[self.on_candidate]
+        if not current or tried < statistics.median(current):
+            self.on_candidate = candidate
+            self.switches += 1
