@@ -62,6 +62,7 @@ from kairos.andes.engine.api import SamplingParams
 from kairos.andes.engine.config import EngineConfig
 from kairos.andes.engine.engine import LLMEngine
 from kairos.andes.engine.model import LlamaForCausalLM
+from kairos.andes.engine.row_split import linear, linear_add
 from kairos.andes.engine.weights import random_model
 from kairos.andes.latency import LinearProfile
 from kairos.report import print_table, write_result
@@ -110,9 +111,9 @@ def dense_greedy(
             for layer, kv in zip(model.model.layers, caches, strict=True):
                 att = layer.self_attn
                 h = layer.input_layernorm(x)
-                q = model.rope(att.q_proj(h).view(b * n, att.heads, att.head_dim), pos)
-                k = model.rope(att.k_proj(h).view(b * n, att.kv_heads, att.head_dim), pos)
-                v = att.v_proj(h).view(b * n, att.kv_heads, att.head_dim)
+                q = model.rope(_proj(att.q_proj, h).view(b * n, att.heads, att.head_dim), pos)
+                k = model.rope(_proj(att.k_proj, h).view(b * n, att.kv_heads, att.head_dim), pos)
+                v = _proj(att.v_proj, h).view(b * n, att.kv_heads, att.head_dim)
                 k = k.view(b, n, att.kv_heads, -1).transpose(1, 2)
                 v = v.view(b, n, att.kv_heads, -1).transpose(1, 2)
                 if static:
@@ -128,14 +129,20 @@ def dense_greedy(
                     enable_gqa=True,
                 )
                 o = o.transpose(1, 2).reshape(b * n, -1)
-                x = torch.addmm(x, o, att.o_proj.weight.t())  # the residual add, as ours
+                x = linear_add(x, o, att.o_proj.weight)  # the residual add, as ours
                 x = layer.mlp(layer.post_attention_layernorm(x), residual=x)
             last = model.model.norm(x.view(b, n, -1)[:, -1])
-            nxt = model.lm_head(last).argmax(-1)
+            nxt = model.logits(last).argmax(-1)
             out[:, step] = nxt
             start += n
             ids = nxt[:, None]
     return [out[i, :n].tolist() for i, n in enumerate(out_lens)]
+
+
+def _proj(proj: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """`proj(x)` as ours computes it (row_split.py: decode-sized products split over the
+    threads), so the loops differ from ours in cache and batching only."""
+    return linear(x, proj.weight, proj.bias)
 
 
 def workload(batch: int, mixed: bool, gen: torch.Generator) -> tuple[list[list[int]], list[int]]:
