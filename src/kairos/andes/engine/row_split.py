@@ -8,9 +8,10 @@ skinny product: the anchor model's 512x32000 vocabulary projection took 4.1 ms f
 on 1 thread and on 2 (64 MB read at 16 GB/s, one core idle), 7.8 ms for two rows.
 The same product as a batch of k independent row blocks (`bmm` of W viewed `[k, out/k, in]`
 against the rows) runs each block as its own product, the blocks spread over the
-threads: 1.0-1.2 ms on 2 threads (0.95-1.9 ms on 1). This is how llama.cpp and other
-CPU inference engines run decode, each thread owning a slice of the weight's rows; no
-row is summed differently, only the blocking of the output changes, so results agree with
+threads: 1.0-1.2 ms on 2 threads (1.9 ms even on one: this MKL's skinny-GEMM path is slow
+on this CPU). This is how llama.cpp and other CPU inference engines run decode, each
+thread owning a slice of the weight's rows. Each output is still one dot product of a
+weight row with an activation row, summed by another kernel, so results agree with
 `linear` to float rounding.
 
 Where. On CPU tensors in float32, with at least 2 intra-op threads, for at most `MAX_ROWS`
