@@ -62,7 +62,7 @@ from kairos.andes.engine.api import SamplingParams
 from kairos.andes.engine.config import EngineConfig
 from kairos.andes.engine.engine import LLMEngine
 from kairos.andes.engine.model import LlamaForCausalLM
-from kairos.andes.engine.row_split import linear, linear_add
+from kairos.andes.engine.row_split import linear_add, project
 from kairos.andes.engine.weights import random_model
 from kairos.andes.latency import LinearProfile
 from kairos.report import print_table, write_result
@@ -81,7 +81,8 @@ def dense_greedy(
     Prompts are left-padded to the longest and masked (as Hugging Face `generate` does), and
     the batch runs until its longest output is done. The cache is preallocated for every
     position (`static`, like HF's StaticCache) or grown by concatenation every step (the
-    plain loop most people write, like HF's DynamicCache).
+    plain loop most people write, like HF's DynamicCache). Its products are computed as ours
+    are (row_split.py), so the loops differ from ours in cache and batching only.
     """
     cfg = model.config
     b, p, steps = len(prompts), max(map(len, prompts)), max(out_lens)
@@ -111,9 +112,9 @@ def dense_greedy(
             for layer, kv in zip(model.model.layers, caches, strict=True):
                 att = layer.self_attn
                 h = layer.input_layernorm(x)
-                q = model.rope(_proj(att.q_proj, h).view(b * n, att.heads, att.head_dim), pos)
-                k = model.rope(_proj(att.k_proj, h).view(b * n, att.kv_heads, att.head_dim), pos)
-                v = _proj(att.v_proj, h).view(b * n, att.kv_heads, att.head_dim)
+                q = model.rope(project(att.q_proj, h).view(b * n, att.heads, att.head_dim), pos)
+                k = model.rope(project(att.k_proj, h).view(b * n, att.kv_heads, att.head_dim), pos)
+                v = project(att.v_proj, h).view(b * n, att.kv_heads, att.head_dim)
                 k = k.view(b, n, att.kv_heads, -1).transpose(1, 2)
                 v = v.view(b, n, att.kv_heads, -1).transpose(1, 2)
                 if static:
@@ -137,12 +138,6 @@ def dense_greedy(
             start += n
             ids = nxt[:, None]
     return [out[i, :n].tolist() for i, n in enumerate(out_lens)]
-
-
-def _proj(proj: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """`proj(x)` as ours computes it (row_split.py: decode-sized products split over the
-    threads), so the loops differ from ours in cache and batching only."""
-    return linear(x, proj.weight, proj.bias)
 
 
 def workload(batch: int, mixed: bool, gen: torch.Generator) -> tuple[list[list[int]], list[int]]:
@@ -239,7 +234,8 @@ def _on_own_thread(runner: Callable[[], Run], threads: int | None = None) -> Run
         except BaseException as e:  # re-raised on the caller's thread
             errors.append(e)
         finally:
-            torch.set_num_threads(default)
+            if threads is not None:
+                torch.set_num_threads(default)
 
     thread = threading.Thread(target=target, name="anchor-runner")
     thread.start()

@@ -9,7 +9,14 @@ from hypothesis import strategies as st
 
 from kairos.andes.gain import StreamState, qoe_at_horizon, serve_wait_gain
 from kairos.andes.metrics import silence_ratio, stream_metrics
-from kairos.andes.qoe import QoEParams, QoETracker, qoe_at, sample_speeds, ttft_target
+from kairos.andes.qoe import (
+    QoEParams,
+    QoETracker,
+    due_tokens,
+    qoe_at,
+    sample_speeds,
+    ttft_target,
+)
 
 # Figure 5's four cases, a=0, T0=1, s=1, ten tokens, ideal I_j = j.
 PERFECT = [j - 0.5 for j in range(1, 11)]
@@ -103,10 +110,6 @@ def _in_flight_lags(
     return np.maximum.accumulate(np.maximum(stamps - ideal, 0.0))
 
 
-def _due(a: float, ttft: float, s: float, t: float) -> int:
-    return max(0, int(np.floor((t - a - ttft) * s + 1e-9)) + 1) if t >= a + ttft else 0
-
-
 @settings(max_examples=300, deadline=None)
 @given(times=timelines, p=params, t=st.floats(0.0, 80.0))
 def test_withholding_a_due_token_never_shortens_any_lag(
@@ -117,7 +120,7 @@ def test_withholding_a_due_token_never_shortens_any_lag(
     delay area, is at least as large withheld. (The QoE ratio itself can rise: next test.)"""
     a, ttft, s = p
     delivered = [x for x in times if x <= t]
-    m = _due(a, ttft, s, t)
+    m = due_tokens(t, a, ttft, s)
     assume(delivered and m >= len(delivered))
     lags = _in_flight_lags(delivered, a, ttft, s, t, m)
     withheld = _in_flight_lags(delivered[:-1], a, ttft, s, t, m)
@@ -151,7 +154,7 @@ def test_withholding_the_last_due_token_lowers_qoe_exactly_when_not_far_behind(
     a, ttft, s = p
     t = a + ttft + (m - 1 + into) / s  # exactly m tokens due at t
     delivered = sorted(x * t for x in shares[:m])
-    assert _due(a, ttft, s, t) == m
+    assert due_tokens(t, a, ttft, s) == m
     lags = _in_flight_lags(delivered, a, ttft, s, t, m)
     grows = _in_flight_lags(delivered[:-1], a, ttft, s, t, m)[-1] - lags[-1]
     margin = lags[-1] + (m - 1) / (2 * s) - lags.sum()

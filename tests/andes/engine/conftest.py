@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from kairos.andes.engine.api import QoESpec, SamplingParams
-from kairos.andes.engine.config import EngineConfig, ModelConfig
+from kairos.andes.engine.config import EngineConfig, ModelConfig, SplitProducts
 from kairos.andes.engine.engine import LLMEngine
 from kairos.andes.engine.model import LlamaForCausalLM
 from kairos.andes.engine.weights import random_model
@@ -63,7 +63,7 @@ def make_engine(
     decode_lanes: int = 0,
     adaptive_lanes: bool = True,
     dtype: Literal["float64", "float32"] = "float64",
-    split_products: Literal["measured", "on", "off"] = "measured",
+    split_products: SplitProducts = "measured",
 ) -> LLMEngine:
     cfg = EngineConfig(
         dtype=dtype,

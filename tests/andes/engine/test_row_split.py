@@ -4,7 +4,6 @@ they are meant to be, and handed on in strides that BLAS takes as they are."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal
 
 import pytest
 import torch
@@ -14,6 +13,7 @@ from hypothesis import strategies as st
 
 from kairos.andes.engine import row_split
 from kairos.andes.engine.api import QoESpec, SamplingParams
+from kairos.andes.engine.config import SplitProducts
 from kairos.andes.engine.path_choice import PathChoice
 from kairos.andes.engine.row_split import blocks_for, linear, linear_add
 
@@ -136,7 +136,7 @@ def test_the_engine_splits_by_its_setting_and_no_token_changes(
         SamplingParams(max_tokens=n, temperature=0, ignore_eos=True) for n in range(20, 80, 10)
     ]
 
-    def run(setting: Literal["measured", "on", "off"], choice: PathChoice | None = None):  # type: ignore[no-untyped-def]
+    def run(setting: SplitProducts, choice: PathChoice | None = None):  # type: ignore[no-untyped-def]
         engine = make_engine(dtype="float32", split_products=setting)
         if choice is not None:
             engine.runner.split_choice = choice

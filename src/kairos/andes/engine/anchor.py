@@ -28,13 +28,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 
 from kairos.andes.engine.api import QoESpec, SamplingParams
-from kairos.andes.engine.config import EngineConfig, ModelConfig
+from kairos.andes.engine.config import EngineConfig, ModelConfig, SplitProducts
 from kairos.andes.engine.engine import LLMEngine
 from kairos.andes.engine.model import LlamaForCausalLM
 from kairos.andes.engine.weights import random_model, save_checkpoint
@@ -138,7 +138,7 @@ def run_ours(
     outs: Sequence[int],
     policy: str = "fcfs",
     lanes: int = 0,
-    split_products: Literal["measured", "on", "off"] = "measured",
+    split_products: SplitProducts = "measured",
 ) -> Run:
     """Every request added at once, each with its own output length; steps until done.
     `lanes`: the engine's `decode_lanes` (lanes.py; 0, the default: none); `split_products`

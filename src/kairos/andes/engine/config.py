@@ -19,6 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from kairos.andes.engine.rope import RopeScaling, hf_rope_parameters, read_hf_rope
 
+# row_split.py on, off, or chosen per decode iteration by measured speed (path_choice.py)
+SplitProducts = Literal["measured", "on", "off"]
+
 SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM")
 
 
@@ -166,7 +169,7 @@ class EngineConfig(BaseModel):
     # decode-sized products split by weight rows over the intra-op threads on a CPU
     # (row_split.py): "measured" picks split or one GEMM per decode iteration by measured
     # speed (path_choice.py); "on" or "off" fixes it
-    split_products: Literal["measured", "on", "off"] = "measured"
+    split_products: SplitProducts = "measured"
 
     @model_validator(mode="after")
     def _fits(self) -> EngineConfig:

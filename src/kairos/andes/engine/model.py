@@ -15,12 +15,7 @@ from kairos.andes.engine.attention import AttentionBatch, paged_attention
 from kairos.andes.engine.config import ModelConfig
 from kairos.andes.engine.kv_cache import LayerKV
 from kairos.andes.engine.rope import RotaryEmbedding, apply_rope
-from kairos.andes.engine.row_split import linear, linear_add
-
-
-def _project(proj: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """`proj(x)`, a decode-sized product split over the CPU's threads (row_split.py)."""
-    return linear(x, proj.weight, proj.bias)
+from kairos.andes.engine.row_split import linear, linear_add, project
 
 
 class RMSNorm(nn.Module):
@@ -82,9 +77,9 @@ class Attention(nn.Module):
             q, k = qk[:, : self.heads], qk[:, self.heads :]
             v = qkv[:, qk_dim:].view(t, self.kv_heads, self.head_dim)
         else:
-            q = apply_rope(_project(self.q_proj, x).view(t, self.heads, self.head_dim), *rope)
-            k = apply_rope(_project(self.k_proj, x).view(t, self.kv_heads, self.head_dim), *rope)
-            v = _project(self.v_proj, x).view(t, self.kv_heads, self.head_dim)
+            q = apply_rope(project(self.q_proj, x).view(t, self.heads, self.head_dim), *rope)
+            k = apply_rope(project(self.k_proj, x).view(t, self.kv_heads, self.head_dim), *rope)
+            v = project(self.v_proj, x).view(t, self.kv_heads, self.head_dim)
         out = paged_attention(q, k, v, batch, kv).reshape(t, self.heads * self.head_dim)
         return linear_add(residual, out, self.o_proj.weight)
 
@@ -106,7 +101,7 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         """`residual + mlp(x)`, the add riding on the down projection."""
         if self._gate_up is None:
-            act = nn.functional.silu(_project(self.gate_proj, x)) * _project(self.up_proj, x)
+            act = nn.functional.silu(project(self.gate_proj, x)) * project(self.up_proj, x)
         else:
             gate, up = linear(x, self._gate_up).chunk(2, dim=-1)
             act = nn.functional.silu(gate) * up
@@ -172,7 +167,7 @@ class LlamaForCausalLM(nn.Module):
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The vocabulary projection of final-norm rows: [S, vocab]."""
-        return _project(self.lm_head, hidden)
+        return project(self.lm_head, hidden)
 
     def hidden(
         self,

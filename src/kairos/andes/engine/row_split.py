@@ -31,6 +31,7 @@ from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 MAX_ROWS = 64  # activation rows up to which a product is split
 
@@ -84,6 +85,11 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
         return F.linear(x, weight, bias)
     y = _split(x, weight, k)
     return y if bias is None else y.add_(bias)
+
+
+def project(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """`layer(x)`, split where `blocks_for` allows."""
+    return linear(x, layer.weight, layer.bias)
 
 
 def linear_add(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

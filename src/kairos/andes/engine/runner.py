@@ -25,13 +25,13 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Mapping, Sequence
-from typing import Literal
 
 import numpy as np
 import torch
 
 from kairos.andes.engine.api import SamplingParams
 from kairos.andes.engine.attention import AttentionBatch, StageMode
+from kairos.andes.engine.config import SplitProducts
 from kairos.andes.engine.kv_cache import KVCache, LayerKV
 from kairos.andes.engine.lanes import DecodeLanes
 from kairos.andes.engine.model import LlamaForCausalLM
@@ -54,7 +54,7 @@ class ModelRunner:
         stage_decodes: bool = False,
         lanes: int = 0,
         adaptive_lanes: bool = True,
-        split_products: Literal["measured", "on", "off"] = "measured",
+        split_products: SplitProducts = "measured",
     ) -> None:
         """`lanes`: decode lanes (threads of one intra-op thread each); below 2, none.
         `adaptive_lanes`: a `PathChoice` picks lanes or one pass by measured speed; off,
