@@ -16,22 +16,27 @@
    (scheduler + policy) rather than in the model runner, per policy.
 3. Against transformers (`kairos.andes.engine.anchor`): one 56M-parameter Llama checkpoint
    and one mixed-length request set through our engine, transformers' static `generate` and
-   its continuous batching, each on a thread of its own, in rotating order for R rounds; the
-   greedy tokens must be identical (an assertion). On mixed lengths our engine also runs
-   with decode lanes ("ours, decode lanes", lanes.py: decode steps split over one thread
-   per intra-op thread; off by default), so what they gain or lose on this machine at this
-   load is paired in the same rounds (its `ours_over` is ours' speed over its), and so does
-   "ours, one GEMM per product": our engine with its decode-sized products left whole
-   (`split_products="off"`; ours measures per iteration whether splitting them over the
-   threads is faster, row_split.py), which shows what the split gains. Ours and both
-   transformers runners also run once per round on one intra-op thread: `threads_speedup`
-   is their decode time on one thread over that on all (paired per round), how much of the
-   other cores' time turns into progress. Printed: ours/theirs (per-round paired ratios,
-   geometric mean and 95% CI), each runner's busy cores during decode (process CPU time /
-   wall time from the moment every request has its first token) with the thread count and
-   the load average (on a shared machine other processes take cores too). Busy cores alone
-   do not say the cores work: with `OMP_WAIT_POLICY=ACTIVE` every runner read 1.96-1.99 of
-   2 while running 0.6-0.8x as fast (its idle threads spin), hence `threads_speedup`.
+   its continuous batching, in rotating order for R rounds; the greedy tokens must be
+   identical (an assertion). Part 3 runs in a fresh interpreter, its checkpoint built on a
+   thread that ends and each run on a thread of its own, so while a runner runs, its thread
+   (transformers' manager thread, for continuous batching) has the process's only OpenMP
+   team: with a second team, libgomp stops spinning and every parallel op waits for a
+   wake-up (kairos.runtime.torch_threads), which cost ours 1.2-1.6x and transformers up to
+   1.2x. On mixed lengths our engine also runs with decode lanes ("ours, decode lanes",
+   lanes.py: decode steps split over one thread per intra-op thread; off by default), so
+   what they gain or lose on this machine at this load is paired in the same rounds (its
+   `ours_over` is ours' speed over its), and so does "ours, one GEMM per product": our
+   engine with its decode-sized products left whole (`split_products="off"`; ours measures
+   per iteration whether splitting them over the threads is faster, row_split.py), which
+   shows what the split gains. Ours and both transformers runners also run once per round on
+   one intra-op thread: `threads_speedup` is their decode time on one thread over that on
+   all (paired per round), how much of the other cores' time turns into progress. Printed:
+   ours/theirs (per-round paired ratios, geometric mean and 95% CI), each runner's busy
+   cores during decode (process CPU time / wall time from the moment every request has its
+   first token) with the thread count and the load average (on a shared machine other
+   processes take cores too). Busy cores alone do not say the cores work (workers spinning
+   between ops count as busy: transformers alone reads 1.98 of 2 and gains nothing from its
+   second thread), hence `threads_speedup`.
 """
 
 from __future__ import annotations
@@ -39,7 +44,6 @@ from __future__ import annotations
 import os
 import statistics
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -67,6 +71,7 @@ from kairos.andes.engine.weights import random_model
 from kairos.andes.latency import LinearProfile
 from kairos.report import print_table, write_result
 from kairos.report.stats import paired_ratio
+from kairos.runtime.torch_threads import in_fresh_process, on_fresh_thread
 
 
 def dense_greedy(
@@ -172,7 +177,7 @@ def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
                 rows.append(_compare(model, policy, batch, mixed, reps, gen))
     print_table(rows, title="engine decode throughput: ours vs dense-KV greedy loops")
     write_result(out_dir, "engine_throughput", config={"quick": quick}, rows=rows)
-    anchor = against_transformers(quick)
+    anchor = in_fresh_process(against_transformers, quick)
     print_table(anchor, title="ours vs transformers (same checkpoint, identical greedy tokens)")
     write_result(out_dir, "engine_vs_transformers", config={"quick": quick}, rows=anchor)
     return rows + anchor
@@ -184,8 +189,9 @@ def against_transformers(quick: bool) -> list[dict[str, Any]]:
     rounds = 2 if quick else 5
     gen = torch.Generator().manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
-        model = write_checkpoint(Path(tmp))
-        hf = transformers_model(Path(tmp))
+        # built on threads that end, so no thread keeps an OpenMP team while the runs run
+        model = on_fresh_thread(lambda: write_checkpoint(Path(tmp)))
+        hf = on_fresh_thread(lambda: transformers_model(Path(tmp)))
         vocab = model.config.vocab_size
         mixed = mixed_requests(8 if quick else 16, vocab, gen, (16, 256), (32, 256))
         single = mixed_requests(1, vocab, gen, (64, 64), (128, 128))
@@ -212,39 +218,6 @@ UNSPLIT = "ours, one GEMM per product"
 ONE_THREAD = ("ours", "transformers static", "transformers continuous")
 
 
-def _on_own_thread(runner: Callable[[], Run], threads: int | None = None) -> Run:
-    """Run on a fresh thread, as transformers' continuous batching always does (its loop is
-    a background thread): every runner then meets the same threading. On the main thread
-    of this shared, oversubscribed machine, each of torch's two-thread parallel regions
-    waited about a scheduler time slice (10-13 ms for ops that take 0.2-1.5 ms alone), which
-    made a main-thread run 3-12x slower than the same run on another thread.
-
-    `threads`: the run's intra-op threads, if not the default. `torch.set_num_threads` sets
-    the calling thread's count and the process-wide default that threads started meanwhile
-    (transformers' loop) read, so the default is put back when the run ends."""
-    box: list[Run] = []
-    errors: list[BaseException] = []
-    default = torch.get_num_threads()
-
-    def target() -> None:
-        try:
-            if threads is not None:
-                torch.set_num_threads(threads)
-            box.append(runner())
-        except BaseException as e:  # re-raised on the caller's thread
-            errors.append(e)
-        finally:
-            if threads is not None:
-                torch.set_num_threads(default)
-
-    thread = threading.Thread(target=target, name="anchor-runner")
-    thread.start()
-    thread.join()
-    if errors:
-        raise errors[0]
-    return box[0]
-
-
 def _anchor_rounds(
     label: str,
     runners: dict[str, Callable[[], Run]],
@@ -262,7 +235,7 @@ def _anchor_rounds(
     with CpuSampler() as sampler:
         for r in range(rounds):
             for key in runs[r % len(runs) :] + runs[: r % len(runs)]:  # rotating order
-                run = _on_own_thread(runners[key[0]], key[1])
+                run = on_fresh_thread(runners[key[0]], key[1], name="anchor-runner")
                 reference = reference or run.tokens
                 if run.tokens != reference:
                     raise AssertionError(f"{label}: {key}'s greedy tokens differ from ours")

@@ -7,6 +7,7 @@ startup; `kairos andes profile` writes a fuller profile to pass here and to the 
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 import typer
@@ -86,18 +87,21 @@ def serve_command(
                 graceful_shutdown_s=shutdown_grace_s,
             )
         )
+        # built (and calibrated) on the thread that will run it: one OpenMP team (async_engine.py)
+        build = functools.partial(AsyncEngine.build, lambda: calibrated_engine(engine_cfg))
         if profile is None:
             with console.status(
                 "measuring the engine for its latency profile (seconds on an idle machine, "
                 "a minute or more on a busy one; --profile FILE skips it)"
             ):
-                engine = calibrated_engine(engine_cfg)
+                served = build()
         else:
-            engine = calibrated_engine(engine_cfg)
+            served = build()
     except (ValidationError, ValueError, FileNotFoundError) as exc:
         console.print(f"[red]error:[/red] {config_error(exc)}", highlight=False)
         raise typer.Exit(2) from None
-    app = create_app(AsyncEngine(engine), settings)
+    engine = served.engine
+    app = create_app(served, settings)
     url = f"http://{host}:{port}"
     console.print(
         f"[bold]kairos serve[/bold]: model [cyan]{engine.model_name}[/cyan] on {engine.device} "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 
 import pytest
 from hypothesis import example, given, settings
@@ -126,6 +127,43 @@ def test_async_engine_streams_and_abort_frees_blocks() -> None:
     texts, free, aborted = asyncio.run(scenario())
     assert len(texts) == 2 and texts[0] == texts[1]
     assert free == 64 and aborted == 2
+
+
+def test_a_built_async_engine_runs_its_model_on_the_thread_that_built_it() -> None:
+    """`AsyncEngine.build`: the factory and every iteration on one thread, not the caller's
+    (kairos.runtime.torch_threads: one OpenMP team); a factory's error reaches the caller."""
+    built: list[int] = []
+
+    def factory():  # type: ignore[no-untyped-def]
+        built.append(threading.get_ident())
+        return make_engine()
+
+    eng = AsyncEngine.build(factory)
+    ran: list[int] = []
+    execute = eng.engine.runner.execute
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        ran.append(threading.get_ident())
+        return execute(*args, **kwargs)
+
+    eng.engine.runner.execute = recording  # type: ignore[method-assign]
+
+    async def scenario() -> str:
+        await eng.start()
+        params = SamplingParams(max_tokens=5, temperature=0, ignore_eos=True)
+        text = "".join([ev.text async for ev in eng.generate("a", [256, 7], params, QOE)])
+        await eng.shutdown()
+        return text
+
+    asyncio.run(scenario())
+    assert len(ran) >= 5 and set(ran) == set(built) == {eng.thread.ident}
+    assert eng.thread.ident != threading.get_ident()
+
+    def broken():  # type: ignore[no-untyped-def]
+        raise FileNotFoundError("no such profile")
+
+    with pytest.raises(FileNotFoundError, match="no such profile"):
+        AsyncEngine.build(broken)
 
 
 @settings(max_examples=60, deadline=None)
