@@ -102,6 +102,8 @@ def andes_args(tmp_path: Path) -> list[str]:
         str(profile),
         "--num-gpu-blocks",
         "256",
+        "--max-model-len",
+        "4096",  # the 256 blocks' whole length: room for a stream longer than the grace
         "--shutdown-grace-s",
         "1",
     ]
@@ -115,7 +117,10 @@ def test_andes_sigterm_ends_open_streams_with_a_final_error_event(tmp_path: Path
         body = {
             "model": "kairos-tiny-llama",
             "messages": [{"role": "user", "content": "hi"}],
-            "max_tokens": 1000,
+            # longer than the 1 s grace can finish: the built-in model decoded 1,000 tokens in
+            # 0.75 s alone on a fast 2-CPU host once the engine ran on one OpenMP team, and a
+            # 1,000-token stream then finished in the grace (CI run of 239b707)
+            "max_tokens": 4000,
             "ignore_eos": True,
             "stream": True,
             "qoe": {"ttft_s": 1.0, "tokens_per_s": 2.0},
