@@ -1,4 +1,4 @@
-"""The Optuna ask/tell driver runs a study to completion through the engine."""
+"""The Optuna ask/tell driver runs a study to completion through Fluid's driver."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_a_study_runs_to_completion_with_pruning_under_fluid() -> None:
     assert result.trials == 24
     completed = [t for t in study.trials if t.state is optuna.trial.TrialState.COMPLETE]
     assert all(len(t.intermediate_values) == 27 for t in completed)
-    assert study.best_value <= result.best  # the best final value is one the engine saw
+    assert study.best_value <= result.best  # the best final value is one the driver saw
 
 
 def test_a_minimising_study_is_refused_with_the_fix() -> None:

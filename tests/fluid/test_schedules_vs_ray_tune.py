@@ -332,7 +332,7 @@ def test_asha_stops_equal_ray_tunes() -> None:
 
 def test_asha_one_record_ray_cuts_ours_waits_for_two() -> None:
     # Ray's cutoff is the (1 - 1/eta) quantile of whatever the rung has recorded, one record
-    # included; ours needs two records before it stops anyone (tests/fluid/test_engine.py).
+    # included; ours needs two records before it stops anyone (tests/fluid/test_driver.py).
     pool = [{"name": "c000", "a": 0.9, "b": 0.0}, {"name": "c001", "a": 0.5, "b": 0.0}]
     ours = ours_async(ASHA(FixedSampler(pool), max_t=9, concurrency=2, n=2, eta=ETA))
     ray = StandInController(ray_asha(9), pool).run_async(9, live=2)
@@ -357,7 +357,7 @@ def test_asha_stopped_trials_are_never_promoted_later() -> None:
 
 def test_asha_a_skipped_milestone_ray_records_later_ours_never() -> None:
     # reports every 2 iterations: Ray records a trial at the highest milestone it has passed
-    # (2 >= 1, 4 >= 3, 10 >= 9); ours records at a milestone exactly, which the engine
+    # (2 >= 1, 4 >= 3, 10 >= 9); ours records at a milestone exactly, which the driver
     # guarantees (it reports every iteration), so here it never stops anyone
     pool = configs(12, worst_first=True)
     ours = ours_async(ASHA(FixedSampler(pool), max_t=27, concurrency=4, n=12, eta=ETA), every=2)

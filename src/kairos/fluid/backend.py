@@ -1,5 +1,5 @@
-"""What the engine needs from whatever runs trials: the simulator's device model, local
-processes on virtual devices, or Ray actors. The engine decides; a backend only carries out."""
+"""What the driver needs from whatever runs trials: the simulator's device model, local
+processes on virtual devices, or Ray actors. The driver decides; a backend only carries out."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class Outcome:
 class Backend(Protocol):
     def run_iteration(self, trial: Trial, on_done: Callable[[Outcome], None]) -> None:
         """Run the trial's next iteration on `trial.placement`; call `on_done` through the
-        engine's clock (thread-safely, for real backends) when it ends."""
+        driver's clock (thread-safely, for real backends) when it ends."""
 
     def resize(self, trial: Trial, old: Placement, on_ready: Callable[[], None]) -> None:
         """Move the trial from `old` to `trial.placement` at an iteration boundary

@@ -1,4 +1,4 @@
-"""The Fluid simulator: the engine on simulated time with a backend that times iterations by
+"""The Fluid simulator: the driver on simulated time with a backend that times iterations by
 the hidden device model (spec 6.4). Fluid sees only the profiler's noisy estimates (+-5%).
 
 `simulate()` runs one tuning job end to end, with Fluid or with the one-trial-per-GPU baseline,
@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kairos.decisions import Recorder
 from kairos.fluid.backend import Outcome
 from kairos.fluid.core import profiler
 from kairos.fluid.core.model import Limits
 from kairos.fluid.core.placement import Placement
 from kairos.fluid.device_model import DeviceModel
-from kairos.fluid.engine import Engine, EngineConfig, RunStats
+from kairos.fluid.driver import Driver, DriverConfig, RunStats
 from kairos.fluid.trial import Trial
 from kairos.fluid.tuner import Tuner
 from kairos.fluid.workloads import TrialTruth, Workload
@@ -168,10 +169,11 @@ def simulate(
     profile_cost: bool = True,
     fifo: bool = False,
     on_result: Callable[[Trial, float], None] | None = None,
+    recorder: Recorder | None = None,
 ) -> SimResult:
     """One tuning job to its target (or to the tuner's end; with `to_target` False, until
     every trial is done: a group's makespan). `limits` overrides what the profiler picks (the
-    ablations: packing only, scaling only)."""
+    ablations: packing only, scaling only). `recorder` receives the driver's decisions."""
     device = device or DeviceModel()
     loop = EventLoop()
     clock = SimClock(loop)
@@ -181,7 +183,7 @@ def simulate(
     target = workload.target if to_target else None
     if profile is not None:
         chosen = limits or profile.limits
-        config = EngineConfig(
+        config = DriverConfig(
             limits=chosen,
             alpha=profile.alpha if chosen.c > 1 else 1.0,
             beta=profile.beta if chosen.d > 1 else 1.0,
@@ -192,11 +194,11 @@ def simulate(
             fifo=fifo,
         )
     else:
-        config = EngineConfig.baseline(target=target)
-    engine = Engine(clock, backend, n_gpus, config, tuner, on_result)
-    loop.call_at(start, engine.start)
+        config = DriverConfig.baseline(target=target)
+    driver = Driver(clock, backend, n_gpus, config, tuner, on_result, recorder=recorder)
+    loop.call_at(start, driver.start)
     loop.run()
-    stats: RunStats = engine.stats
+    stats: RunStats = driver.stats
     makespan = stats.time_to_target if stats.time_to_target is not None else stats.end
     busy = float(backend.busy.sum())
     return SimResult(
@@ -206,7 +208,7 @@ def simulate(
         gpu_seconds=backend.gpu_seconds,
         utilisation=busy / (n_gpus * makespan) if makespan > 0 else 0.0,
         allocation=backend.gpu_seconds / (n_gpus * makespan) if makespan > 0 else 0.0,
-        trials=len(engine.trials),
+        trials=len(driver.trials),
         resizes=stats.resizes,
         limits=config.limits if fluid else Limits(),
         profile_seconds=start,

@@ -1,4 +1,4 @@
-"""The interface between a tuning algorithm and the engine (spec 2.2).
+"""The interface between a tuning algorithm and the driver (spec 2.2).
 
 An algorithm only says which trials run, grouped, and for how many iterations; it never says
 where or on how many GPUs. It hears every intermediate result and every trial's end, and may
@@ -37,4 +37,4 @@ class Tuner(Protocol):
         """The trial reached its budget (`stopped` False) or was stopped or failed."""
 
     def finished(self) -> bool:
-        """No more trials will be submitted (the engine stops once nothing runs)."""
+        """No more trials will be submitted (the driver stops once nothing runs)."""

@@ -1,4 +1,6 @@
-"""Salus, not written yet (issue 14).
+"""Salus: many deep-learning jobs sharing one GPU, switched at iteration boundaries.
 
-The package holds only its `cli.SYSTEM` so far, so `kairos salus` is there from the start.
+The driver (`driver.py`) decides over a clock and a worker; the simulator (`simulator.py`) runs
+it on simulated time, the execution service (`runtime/`) on the wall clock with real PyTorch
+jobs. Its decisions are plain records (`decisions.py`). See docs/salus.md.
 """

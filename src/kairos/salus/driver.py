@@ -5,7 +5,9 @@ sharing); the real service is the same driver on the wall clock with a worker th
 job's step on the lane's stream. The driver owns every decision: admission (Algorithm 2.1 via
 the `LaneManager`, the queue of spec 3.6), which job's iteration each idle lane runs next (the
 policy's `pick`), and the lane life cycle (shrink and delete on exit, defragmentation at
-boundaries). The worker only carries iterations out and reports how long each took.
+boundaries). The worker only carries iterations out and reports how long each took. Each
+decision is a plain record keyed by ids (`kairos.salus.decisions`): the worker is handed a
+`Grant`, and a recorder, when given, receives every grant, admission, lane change and exit.
 
 Events, as spec 3.5/3.7 name them:
 * `arrive` (a session opens) queues the job and retries admission;
@@ -28,7 +30,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
+from kairos.decisions import Recorder
 from kairos.salus.admission import AdmissionQueue
+from kairos.salus.decisions import Admit, Exit, Grant, Launch, lane_changes
 from kairos.salus.lane_finder import LaneManager
 from kairos.salus.layout import Lane
 from kairos.salus.policy import JobState, JobStatus, Policy
@@ -36,22 +40,10 @@ from kairos.salus.profile import Profile
 from kairos.sim import Timers
 
 
-@dataclass(frozen=True)
-class Launch:
-    """One iteration to run: `job`'s next step in `lane` (`lane.size` bytes of ephemeral
-    budget); `switch` when the lane last ran a different job."""
-
-    job: JobState
-    lane: Lane
-    switch: bool
-    start: float
-    aux: bool = False  # an auxiliary call, not a main iteration
-
-
 class Worker(Protocol):
     def launch(self, run: Launch, on_done: Callable[[float], None]) -> None:
-        """Start the iteration; later (never from inside this call) call `on_done(duration)`
-        on the driver's clock thread with the iteration's duration in seconds."""
+        """Start the granted iteration (or auxiliary call); later (never from inside this
+        call) call `on_done(duration)` on the driver's clock thread with its duration in s."""
 
     def release(self, job: JobState) -> None:
         """The job left: free its persistent memory (its lane may be gone too)."""
@@ -83,6 +75,7 @@ class Driver:
         verify: bool = False,
         record: bool = False,
         on_finish: Callable[[JobState], None] | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.clock = clock
         self.worker = worker
@@ -95,6 +88,7 @@ class Driver:
         self._verify = verify
         self._on_finish = on_finish
         self._ids = itertools.count()
+        self._recorder = recorder
 
     @property
     def capacity(self) -> int:
@@ -165,12 +159,37 @@ class Driver:
     # ---- the loop -------------------------------------------------------------------------------
     def _place(self, job: JobState) -> Lane | None:
         p = job.profile
+        sizes = self._lane_sizes()
         lane = self.manager.admit(job.id, p.persistent, p.ephemeral)
         if lane is not None:
             job.status, job.admitted_at = JobStatus.ADMITTED, self.clock.now()
+            if self._recorder is not None:
+                self._recorder.record(
+                    job.admitted_at, Admit(job.id, lane.id, p.persistent, p.ephemeral)
+                )
+                self._record_lanes(sizes)
             others = [self.jobs[j] for j in lane.jobs if j != job.id]
             self.policy.on_join(lane, others, job)
         return lane
+
+    def _lane_sizes(self) -> dict[int, int] | None:
+        """Lane id -> size, to record what a change did (only when there is a recorder)."""
+        if self._recorder is None:
+            return None
+        return {lane.id: lane.size for lane in self.manager.lanes}
+
+    def _record_lanes(self, before: dict[int, int] | None) -> None:
+        if self._recorder is not None and before is not None:
+            now = self.clock.now()
+            for change in lane_changes(before, self._lane_sizes() or {}):
+                self._recorder.record(now, change)
+
+    def _launch(
+        self, job: JobState, grant: Grant, now: float, done: Callable[[float], None]
+    ) -> None:
+        if self._recorder is not None:
+            self._recorder.record(now, grant)
+        self.worker.launch(Launch(grant, job.profile, now), done)
 
     def _admit(self) -> None:
         if len(self.queue):
@@ -183,9 +202,9 @@ class Driver:
         waiting = next((self.jobs[j] for j in lane.jobs if self.jobs[j].aux > 0), None)
         if waiting is not None:  # auxiliary calls first: they are short and not scheduled
             lane.busy = waiting.id
+            grant = Grant(waiting.id, lane.id, lane.size, False, aux=True)
             now = self.clock.now()
-            done = partial(self._aux_done, waiting, lane)
-            self.worker.launch(Launch(waiting, lane, False, now, aux=True), done)
+            self._launch(waiting, grant, now, partial(self._aux_done, waiting, lane))
             return
         job = self.policy.pick(lane, [self.jobs[j] for j in lane.jobs])
         if job is None:
@@ -199,7 +218,8 @@ class Driver:
         switch = lane.last is not None and lane.last != job.id
         self.switches += switch
         lane.busy = job.id
-        self.worker.launch(Launch(job, lane, switch, now), partial(self._done, job, lane, now))
+        grant = Grant(job.id, lane.id, lane.size, switch)
+        self._launch(job, grant, now, partial(self._done, job, lane, now))
 
     def _done(self, job: JobState, lane: Lane, start: float, duration: float) -> None:
         """ITERATION_DONE, then JOB_EXIT after the last iteration or ITERATION_END."""
@@ -232,9 +252,11 @@ class Driver:
             self._check()
 
     def _exit(self, job: JobState, status: JobStatus) -> None:
+        sizes = self._lane_sizes()
         lane = self.manager.leave(job.id)
         self.policy.on_leave(lane, [self.jobs[j] for j in lane.jobs], job)
         self._finished(job, status)
+        self._record_lanes(sizes)
         if lane.id not in self.manager.layout.lanes:
             self.worker.lane_gone(lane.id)
         self.manager.boundary()
@@ -244,6 +266,8 @@ class Driver:
     def _finished(self, job: JobState, status: JobStatus) -> None:
         job.status, job.finish = status, self.clock.now()
         job.ready = job.aux = 0
+        if self._recorder is not None:
+            self._recorder.record(job.finish, Exit(job.id, status.value))
         if status is not JobStatus.CANCELLED or job.admitted_at is not None:
             self.worker.release(job)
         if self._on_finish is not None:

@@ -18,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from kairos.salus.driver import Driver, IterationRecord, Launch
+from kairos.decisions import Recorder
+from kairos.salus.decisions import Launch
+from kairos.salus.driver import Driver, IterationRecord
 from kairos.salus.policy import JobState, JobStatus, Policy
 from kairos.salus.profile import GIB, Profile
 from kairos.salus.workloads import TraceJob
@@ -75,13 +77,14 @@ class SimWorker:
             run.handle = self.clock.call_at(now + run.left / rate, self._finish, lane)
 
     def launch(self, run: Launch, on_done: Callable[[float], None]) -> None:
-        if run.aux:  # a host-side call (read or save the model): no GPU work to share
+        grant = run.grant
+        if grant.aux:  # a host-side call (read or save the model): no GPU work to share
             self.clock.call_at(self.clock.now() + self.aux_cost, on_done, self.aux_cost)
             return
         self._advance()
-        p = run.job.profile
-        work = p.t_iter * self.overhead + (self.switch_cost if run.switch else 0.0)
-        self.runs[run.lane.id] = _Run(on_done, self.clock.now(), work, p.busy)
+        p = run.profile
+        work = p.t_iter * self.overhead + (self.switch_cost if grant.switch else 0.0)
+        self.runs[grant.lane] = _Run(on_done, self.clock.now(), work, p.busy)
         self._reschedule()
 
     def _finish(self, lane: int) -> None:
@@ -144,10 +147,11 @@ def simulate(
     policy: Policy,
     profiles: Mapping[str, Profile],
     config: SimConfig | None = None,
+    recorder: Recorder | None = None,
 ) -> SimResult:
     """Run the trace to completion under `policy`. Each job's iterations are all ready from
     its arrival (a training script submits its next step as soon as the last returns), and
-    its T is its solo run time, `iterations * t_iter`."""
+    its T is its solo run time, `iterations * t_iter`. `recorder` receives the decisions."""
     cfg = config or SimConfig()
     loop = EventLoop()
     clock = SimClock(loop)
@@ -160,6 +164,7 @@ def simulate(
         addresses=cfg.addresses,
         verify=cfg.verify,
         record=cfg.record,
+        recorder=recorder,
     )
     for job in trace:
         if job.workload not in profiles:

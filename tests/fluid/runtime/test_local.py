@@ -5,7 +5,6 @@ under Fluid pick the same best configuration as one trial per device."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +12,8 @@ import pytest
 import torch
 
 from kairos.fluid.core.model import Limits
-from kairos.fluid.engine import EngineConfig
-from kairos.fluid.runtime.local import DIGITS, WorkerPool, _free_port, tune_local
+from kairos.fluid.driver import DriverConfig
+from kairos.fluid.runtime.local import WorkerPool, _free_port, tune_local
 from kairos.fluid.runtime.trainable import DigitsMLP
 from kairos.fluid.trial import State, TrialSpec
 from kairos.fluid.tuner import TuningAPI
@@ -22,12 +21,6 @@ from kairos.fluid.tuners.grid import GridSearch
 from kairos.fluid.tuners.sha import SuccessiveHalving
 
 FAR_APART = [{"x0": 0.05, "x1": 0.5}, {"x0": 0.55, "x1": 0.5}, {"x0": 0.3, "x1": 0.1}]
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[WorkerPool]:
-    with WorkerPool(2, 2, DIGITS) as p:
-        yield p
 
 
 def call(pool: WorkerPool, slot: tuple[int, int], msg: tuple[Any, ...]) -> Any:
@@ -122,10 +115,10 @@ def test_fluid_widens_the_tail_and_the_curve_stays_continuous(
     """t0 starts on one device and s in a slot of the other; when s leaves, DynamicFluid
     widens t0 to a two-process gang, which resumes from t0's checkpoint."""
     specs = [TrialSpec("t0", {"x0": 0.5, "x1": 0.3}, 6), TrialSpec("s", {"x0": 0.2, "x1": 0.2}, 1)]
-    config = EngineConfig(Limits(c=2, d=2), eps=0.0, t1_prior=0.1)
+    config = DriverConfig(Limits(c=2, d=2), eps=0.0, t1_prior=0.1)
     run = tune_local(OneGroup(specs), pool, config, tmp_path)
-    stats, engine = run.stats, run.engine
-    t0 = engine.trials["t0"]
+    stats, driver = run.stats, run.driver
+    t0 = driver.trials["t0"]
     assert t0.done == 6 and stats.resizes >= 1
     assert [w for _, w in t0.history] == [1, 2]  # one device, then a two-process gang
     saved = torch.load(tmp_path / "t0.pt", weights_only=True)
@@ -139,12 +132,12 @@ def test_fluid_widens_the_tail_and_the_curve_stays_continuous(
 def test_a_crashing_trial_is_reported_and_the_run_goes_on(pool: WorkerPool, tmp_path: Path) -> None:
     configs = [*FAR_APART[:2], {"x0": 0.5, "x1": 0.5, "explode_at": 2}]
     tuner = GridSearch(2, 3, configs=configs)
-    run = tune_local(tuner, pool, EngineConfig(Limits(c=2, d=1)), tmp_path)
-    stats, engine = run.stats, run.engine
+    run = tune_local(tuner, pool, DriverConfig(Limits(c=2, d=1)), tmp_path)
+    stats, driver = run.stats, run.driver
     assert stats.failures == {"t2": "RuntimeError: trial exploded at iteration 2 (explode_at)"}
-    assert engine.trials["t2"].state is State.STOPPED
-    assert engine.trials["t0"].done == 3 and engine.trials["t1"].done == 3
-    assert not engine.placer.placed
+    assert driver.trials["t2"].state is State.STOPPED
+    assert driver.trials["t0"].done == 3 and driver.trials["t1"].done == 3
+    assert not driver.placer.placed
 
 
 @pytest.mark.parametrize("algorithm", ["grid", "sha"])
@@ -153,8 +146,8 @@ def test_fluid_and_one_trial_per_device_find_the_same_best(
 ) -> None:
     results = {}
     for label, config in (
-        ("fluid", EngineConfig(Limits(c=2, d=2), eps=0.5, t1_prior=0.1)),
-        ("baseline", EngineConfig.baseline()),
+        ("fluid", DriverConfig(Limits(c=2, d=2), eps=0.5, t1_prior=0.1)),
+        ("baseline", DriverConfig.baseline()),
     ):
         if algorithm == "grid":
             tuner: Any = GridSearch(2, 4, configs=list(FAR_APART))

@@ -19,7 +19,7 @@ FAULTY = "tests.salus.runtime.faulty"
 ZOO = "kairos.salus.runtime.zoo"
 TINY = {"batch": 4}  # a few-ms step
 # `KAIROS_SALUS_TEST_DEVICE=cuda` runs the runtime tests on the GPU (lanes as streams and memory
-# pools): what a machine with CUDA checks (issue 14, must-show 5); CPU otherwise
+# pools): what a machine with CUDA checks; CPU otherwise
 DEVICE = os.environ.get("KAIROS_SALUS_TEST_DEVICE", "cpu")
 
 

@@ -1,4 +1,4 @@
-"""E1, E2 and E3 on the real service in quick mode (issue 14): real PyTorch jobs, the policies'
+"""E1, E2 and E3 on the real service in quick mode: real PyTorch jobs, the policies'
 rules checked from what the service recorded. Wall-clock times on a shared machine move the
 exact timeline, so the assertions are about decisions (the SRTF rule at every iteration, FIFO's
 order, FAIR's equal shares), not about seconds."""

@@ -35,7 +35,7 @@ class _Gpu:
 
 
 class Placer:
-    """The devices of one engine and who holds them."""
+    """The devices of one driver and who holds them."""
 
     def __init__(self, n: int, c: int) -> None:
         if n < 0 or c < 1:

@@ -1,7 +1,7 @@
 """The profiler's arithmetic (spec 3.3): from measured iteration times to the packing limit `c`,
 the scaling limit `d` and the overhead coefficients `alpha` and `beta` of Eq. 3.2.
 
-Measuring is the engine's and the backends' job; these functions only read the numbers, so the
+Measuring is the driver's and the backends' job; these functions only read the numbers, so the
 simulator and the real backends choose `c` and `d` the same way.
 """
 
@@ -83,5 +83,5 @@ def per_gpu_time(measured: float, width: Width, alpha: float, beta: float) -> fl
 
 
 def ema(old: float | None, new: float, weight: float = 0.5) -> float:
-    """The engine's running estimate of `t1` (spec 3.5: weight 0.5 on the newest)."""
+    """The driver's running estimate of `t1` (spec 3.5: weight 0.5 on the newest)."""
     return new if old is None else weight * new + (1.0 - weight) * old

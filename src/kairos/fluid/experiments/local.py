@@ -16,7 +16,7 @@ from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
 from kairos.fluid.core.model import Limits
 from kairos.fluid.device_model import DeviceModel
-from kairos.fluid.engine import EngineConfig
+from kairos.fluid.driver import DriverConfig
 from kairos.fluid.runtime.local import DIGITS, Emulation, WorkerPool, tune_local
 from kairos.fluid.tuners.grid import GridSearch
 from kairos.fluid.tuners.sampling import RandomSampler
@@ -43,14 +43,14 @@ def local(cfg: LocalConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     rows = []
     with WorkerPool(cfg.devices, 2, DIGITS) as pool, tempfile.TemporaryDirectory() as tmp:
         for algorithm in ("grid", "sha"):
-            for label, engine_cfg in (
+            for label, driver_cfg in (
                 (
                     "fluid",
-                    EngineConfig(
+                    DriverConfig(
                         Limits(c=2, d=2), eps=cfg.emulated_t1_s, t1_prior=cfg.emulated_t1_s
                     ),
                 ),
-                ("one-per-device", EngineConfig.baseline()),
+                ("one-per-device", DriverConfig.baseline()),
             ):
                 sampler = RandomSampler(2, cfg.seed)
                 if algorithm == "grid":
@@ -58,7 +58,7 @@ def local(cfg: LocalConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
                 else:
                     tuner = SuccessiveHalving(sampler, n=cfg.configs, r_min=1, max_t=cfg.max_t)
                 run = tune_local(
-                    tuner, pool, engine_cfg, Path(tmp) / f"{algorithm}-{label}", emulate=emulate
+                    tuner, pool, driver_cfg, Path(tmp) / f"{algorithm}-{label}", emulate=emulate
                 )
                 best = run.stats.best_trial
                 rows.append(
@@ -66,7 +66,7 @@ def local(cfg: LocalConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
                         "algorithm": algorithm,
                         "engine": label,
                         "best_trial": best,
-                        "best_config": run.engine.trials[best].spec.config if best else None,
+                        "best_config": run.driver.trials[best].spec.config if best else None,
                         "best_accuracy": round(run.stats.best, 4),
                         "time_s": round(run.stats.end, 2),
                         "allocation": round(run.allocation, 3),

@@ -1,4 +1,4 @@
-"""An Optuna study's trials run through the Fluid engine: the study decides which
+"""An Optuna study's trials run through the Fluid driver: the study decides which
 configurations (its sampler) and which to stop early (its pruner); Fluid decides how wide each
 runs. Trials form one rolling TrialGroup of `concurrency` live trials, as in spec 2.2.
 
@@ -29,7 +29,7 @@ class OptunaTuner:
 
         if study.direction != optuna.study.StudyDirection.MAXIMIZE:
             raise ValueError(
-                "the Fluid engine maximises its metric: create the study with direction='maximize'"
+                "Fluid maximises its metric: create the study with direction='maximize'"
             )
         self.name = "optuna"
         self._optuna = optuna

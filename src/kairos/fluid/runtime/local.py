@@ -1,4 +1,4 @@
-"""The local backend: the Fluid engine on the wall clock over real trial processes.
+"""The local backend: the Fluid driver on the wall clock over real trial processes.
 
 `n` virtual devices with `c` slots each, one worker process per slot (`WorkerPool`). A trial
 at width 1 or in a slot runs on one worker; a gang of `w` runs on slot 0 of `w` devices as a
@@ -23,10 +23,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from kairos.decisions import Recorder
 from kairos.fluid.backend import Outcome
 from kairos.fluid.core.placement import Placement
 from kairos.fluid.device_model import DeviceModel
-from kairos.fluid.engine import Engine, EngineConfig, RunStats
+from kairos.fluid.driver import Driver, DriverConfig, RunStats
 from kairos.fluid.runtime.worker import ProcessHandle, WorkerHandle
 from kairos.fluid.trial import Trial
 from kairos.fluid.tuner import Tuner
@@ -200,39 +201,41 @@ class LocalBackend:
 @dataclass(frozen=True)
 class LocalRun:
     stats: RunStats
-    engine: Engine
+    driver: Driver
     gpu_seconds: float
 
     @property
     def allocation(self) -> float:
         """Share of the devices' time held by trials over the run."""
         span = self.stats.time_to_target or self.stats.end
-        return self.gpu_seconds / (self.engine.placer.n * span) if span > 0 else 0.0
+        return self.gpu_seconds / (self.driver.placer.n * span) if span > 0 else 0.0
 
 
 def tune_local(
     tuner: Tuner,
     pool: WorkerPool,
-    config: EngineConfig,
+    config: DriverConfig,
     run_dir: Path,
     factory: str = DIGITS,
     emulate: Emulation | None = None,
     timeout_s: float = 600.0,
+    recorder: Recorder | None = None,
 ) -> LocalRun:
-    """Run `tuner` to its end (or to `config.target`) on real trials."""
+    """Run `tuner` to its end (or to `config.target`) on real trials; `recorder` receives
+    the driver's decisions and the measured outcomes (the clock starts at 0 with the run)."""
 
     async def main() -> LocalRun:
         clock = AsyncioClock()
         backend = LocalBackend(clock, pool, run_dir, factory, emulate=emulate)
-        engine = Engine(clock, backend, pool.n, config, tuner)
-        engine.start()
+        driver = Driver(clock, backend, pool.n, config, tuner, recorder=recorder)
+        driver.start()
         deadline = time.monotonic() + timeout_s
-        while not (engine.idle() and (tuner.finished() or engine.stats.time_to_target is not None)):
+        while not (driver.idle() and (tuner.finished() or driver.stats.time_to_target is not None)):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"tuning did not finish within {timeout_s} s")
             await asyncio.sleep(0.02)
         for event in backend.saved.values():  # checkpoints written before we return
             await asyncio.to_thread(event.wait, 30)
-        return LocalRun(engine.stats, engine, backend.gpu_seconds)
+        return LocalRun(driver.stats, driver, backend.gpu_seconds)
 
     return asyncio.run(main())

@@ -1,4 +1,4 @@
-"""The Ray backend: the same engine and `LocalBackend` over slot workers that are Ray actors.
+"""The Ray backend: the same driver and `LocalBackend` over slot workers that are Ray actors.
 
 Each virtual device is a placement group with one bundle holding the whole device (a `GPU`
 where Ray sees GPUs; on CPU-only hosts a custom resource, `vgpu` by default, that the cluster
@@ -6,7 +6,7 @@ must offer, e.g. `ray.init(resources={"vgpu": n})`). Its `c` slots are actors sc
 that bundle, each asking `1 / c` of the device, so the slots of one device always share one
 device and no other placement can take it; a gang of width `w` runs on slot 0 of `w` devices,
 joined by `gloo` as in the local backend. Everything above the pool (placement, resizes by
-checkpoint and relaunch, the decisions) is the local backend's and the engine's, unchanged:
+checkpoint and relaunch, the decisions) is the local backend's and the driver's, unchanged:
 what changes is only where a slot's worker lives, so the same run goes from this machine's
 local Ray to a real cluster. Checkpoints go to `run_dir`, which every node must see (a shared
 filesystem) when the cluster has more than one node.

@@ -1,4 +1,4 @@
-"""A worker process on one slot of a virtual device, and its handle in the engine's process.
+"""A worker process on one slot of a virtual device, and its handle in the driver's process.
 
 The worker hosts at most one trial member at a time: it builds the trainable (restoring a
 checkpoint if there is one), joins the trial's `gloo` group when the trial is a gang, runs

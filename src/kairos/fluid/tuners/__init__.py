@@ -1,4 +1,4 @@
-"""Tuning algorithms that run under the Fluid engine. Each only forms TrialGroups (spec 2.2);
+"""Tuning algorithms that run under the Fluid driver. Each only forms TrialGroups (spec 2.2);
 none decides where or how wide a trial runs. `make_tuner(name, ...)` builds one by name."""
 
 from __future__ import annotations

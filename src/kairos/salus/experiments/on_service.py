@@ -1,4 +1,4 @@
-"""E1, E2 and E3 on the real service at reduced scale (issue 14): the same policies as the
+"""E1, E2 and E3 on the real service at reduced scale: the same policies as the
 simulated figures, deciding for real PyTorch jobs that run on this machine's CPU.
 
 * `service_e2`: the six-job SRTF snapshot of Fig. 2.8a, arrivals and durations scaled by

@@ -1,6 +1,6 @@
 """`kairos salus serve | submit`: the real execution service from the command line.
 
-    kairos salus serve --policy srtf --capacity-mb 256
+    kairos salus serve --policy srtf --capacity-mb 256 --decision-log decisions.jsonl
     kairos salus submit --name a --factory kairos.salus.runtime.zoo:cnn --iterations 200 \\
         --expected-s 3 --option batch=16 --wait
 
@@ -44,11 +44,17 @@ def register(group: typer.Typer) -> None:
         api_key: Annotated[str | None, typer.Option(envvar="KAIROS_API_KEY")] = None,
         max_jobs: int = 256,
         log_level: str = "info",
+        decision_log: Annotated[
+            Path | None,
+            typer.Option(help="write every scheduling decision to this file (JSON lines)"),
+        ] = None,
     ) -> None:
         """Serve jobs: POST /v1/jobs, GET /v1/jobs(/{id}), POST /v1/jobs/{id}/cancel, /metrics."""
         from pydantic import ValidationError
 
+        from kairos.decisions import DecisionLog
         from kairos.runtime.http import serve
+        from kairos.salus.decisions import CODEC
         from kairos.salus.runtime.job import DEFAULT_ALLOWED
         from kairos.salus.runtime.server import create_app
         from kairos.salus.runtime.service import SalusService
@@ -73,12 +79,32 @@ def register(group: typer.Typer) -> None:
             )
         except ValidationError as exc:
             raise typer.BadParameter(config_error(exc)) from None
-        service = SalusService(settings)
+        log = None
+        if decision_log is not None:
+            meta = {
+                "policy": settings.policy,
+                "device": settings.device,
+                "capacity_bytes": settings.capacity_bytes,
+                "switch": settings.switch,
+            }
+            try:
+                log = DecisionLog(decision_log, CODEC, "salus", meta)
+            except OSError as exc:
+                raise typer.BadParameter(
+                    f"cannot write the decision log {decision_log}: {exc.strerror or exc}",
+                    param_hint="--decision-log",
+                ) from None
+        service = SalusService(settings, recorder=log)
         console.print(
             f"[bold]Salus[/] {settings.policy} on {settings.device} at "
             f"http://{settings.host}:{settings.port}"
+            + (f", decisions to {decision_log}" if log is not None else "")
         )
-        serve(create_app(service), settings)
+        try:
+            serve(create_app(service), settings)
+        finally:
+            if log is not None:
+                log.close()
 
     @group.command("submit")
     def submit_cmd(

@@ -24,7 +24,9 @@ from typing import Any
 
 import torch
 
-from kairos.salus.driver import Driver, Launch
+from kairos.decisions import Recorder
+from kairos.salus.decisions import Grant, Launch
+from kairos.salus.driver import Driver
 from kairos.salus.policies import make_policy
 from kairos.salus.policy import JobState, JobStatus
 from kairos.salus.profile import Profile
@@ -60,9 +62,11 @@ class SalusService:
         device: Device | None = None,
         *,
         record: bool = False,
+        recorder: Recorder | None = None,
     ) -> None:
         """`record` keeps the driver's timeline of iterations (unbounded: for tests and
-        experiments, not for a long-lived server)."""
+        experiments, not for a long-lived server); `recorder` receives the driver's decisions
+        (a `DecisionLog` writes them to a file as they are made)."""
         self.settings = settings or ServiceSettings()
         s = self.settings
         self.device = device or make_device(s.device, s.capacity_bytes)
@@ -82,6 +86,7 @@ class SalusService:
         self._ended: dict[int, asyncio.Event] = {}
         self._running = False
         self._record = record
+        self._recorder = recorder
         self.host_cached = False  # glibc keeps freed memory (`host_cache`), once started
 
     @property
@@ -121,6 +126,7 @@ class SalusService:
             self.device.capacity,
             record=self._record,
             on_finish=self._driver_finished,
+            recorder=self._recorder,
         )
         gc.collect()
         gc.freeze()  # a full collection over torch's objects would stall the loop mid-run
@@ -299,26 +305,27 @@ class SalusService:
     # -- the driver's worker ---------------------------------------------------------------------
     def launch(self, run: Launch, on_done: Callable[[float], None]) -> None:
         """Run the job's next iteration on its lane (the driver's decision)."""
-        if run.aux:
-            self._launch_aux(run, on_done)
+        grant = run.grant
+        if grant.aux:
+            self._launch_aux(grant, on_done)
             return
-        record = self.jobs[run.job.id]
+        record = self.jobs[grant.job]
         if record.state == State.QUEUED:
             record.state = State.RUNNING
             record.started = run.start
-        record.lane = run.lane.id
+        record.lane = grant.lane
         assert self._lanes is not None
-        self._on_done[run.lane.id] = on_done
-        self._lanes.launch(run.job.id, run.lane.id, run.lane.size)
+        self._on_done[grant.lane] = on_done
+        self._lanes.launch(grant.job, grant.lane, grant.size)
 
-    def _launch_aux(self, run: Launch, on_done: Callable[[float], None]) -> None:
-        asked = self._aux[run.job.id].popleft()
-        session = self.sessions.get(run.job.id)
+    def _launch_aux(self, grant: Grant, on_done: Callable[[float], None]) -> None:
+        asked = self._aux[grant.job].popleft()
+        session = self.sessions.get(grant.job)
         if asked.done() or session is None or self._lanes is None:  # the caller gave up
             self._hop(on_done, 0.0)
             return
         t0 = time.perf_counter()
-        ran = self._lanes.submit(run.lane.id, session.checkpoint)
+        ran = self._lanes.submit(grant.lane, session.checkpoint)
 
         def finished(f: Future[bytes]) -> None:
             took = time.perf_counter() - t0

@@ -1,12 +1,14 @@
-"""The Fluid engine (spec 3.5): the loop around the planners, written once over a clock and a
-backend. The simulator is this engine on simulated time with the device model; the local and
-Ray runtimes are this engine on the wall clock with real trials.
+"""The Fluid driver (spec 3.5): the loop around the planners, written once over a clock and a
+backend. The simulator is this driver on simulated time with the device model; the local and
+Ray runtimes are this driver on the wall clock with real trials.
 
 It acts on two kinds of event (spec 2.3): a new TrialGroup gets StaticFluid widths over the idle
 GPUs; freed resources first start queued trials (all groups, FIFO by group, backfill), then each
 group with nothing queued is re-spread by DynamicFluid. Resizes take effect at the end of the
 trial's current iteration. With `fluid=False` it is the baseline every tuning library runs
-today: one trial per GPU, FIFO, never resized.
+today: one trial per GPU, FIFO, never resized. Its decisions (launches, resizes, stops) are
+plain records (`kairos.fluid.decisions`) that an optional recorder receives, with each
+iteration's measured outcome, as they are made.
 """
 
 from __future__ import annotations
@@ -17,19 +19,21 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import partial
 
+from kairos.decisions import Recorder
 from kairos.fluid.backend import Backend, Outcome
 from kairos.fluid.core.dynamic import dynamic_fluid
 from kairos.fluid.core.model import Limits, PlanTrial
 from kairos.fluid.core.placement import Placer, Waiting, start_queued
 from kairos.fluid.core.profiler import ema, per_gpu_time
 from kairos.fluid.core.static import static_fluid
+from kairos.fluid.decisions import Launch, Measured, Resize, Stop, devices
 from kairos.fluid.trial import State, Trial, TrialSpec
 from kairos.fluid.tuner import Tuner
 from kairos.sim import Timers
 
 
 @dataclass(frozen=True)
-class EngineConfig:
+class DriverConfig:
     """`limits`, `alpha`, `beta` come from the profiler; `eps` is the resize cost the planner
     assumes; `t1_prior` the per-iteration time assumed before any trial has been measured."""
 
@@ -44,8 +48,8 @@ class EngineConfig:
     target: float | None = None  # stop the whole run once a metric reaches it
 
     @staticmethod
-    def baseline(target: float | None = None) -> EngineConfig:
-        return EngineConfig(fluid=False, dynamic=False, target=target)
+    def baseline(target: float | None = None) -> DriverConfig:
+        return DriverConfig(fluid=False, dynamic=False, target=target)
 
 
 @dataclass
@@ -59,7 +63,7 @@ class RunStats:
     end: float = 0.0
 
 
-class Engine:
+class Driver:
     """Implements `TuningAPI` for the tuner it runs."""
 
     def __init__(
@@ -67,9 +71,11 @@ class Engine:
         clock: Timers,
         backend: Backend,
         n_gpus: int,
-        config: EngineConfig,
+        config: DriverConfig,
         tuner: Tuner,
         on_result: Callable[[Trial, float], None] | None = None,
+        *,
+        recorder: Recorder | None = None,
     ) -> None:
         self.clock = clock
         self.backend = backend
@@ -82,6 +88,7 @@ class Engine:
         self.queue: dict[str, Waiting] = {}
         self.stats = RunStats()
         self._on_result = on_result
+        self._recorder = recorder
         self._seq = 0
         self._halted = False
 
@@ -145,12 +152,17 @@ class Engine:
             del self.queue[trial.trial_id]
             trial.placement, trial.width, trial.state = placement, placement.width, State.RUNNING
             trial.history.append((self.now(), trial.width))
+            if self._recorder is not None:
+                self._recorder.record(self.now(), Launch(trial.trial_id, devices(placement)))
             self._run(trial)
 
     def _run(self, trial: Trial) -> None:
         self.backend.run_iteration(trial, partial(self._iteration_end, trial))
 
     def _iteration_end(self, trial: Trial, outcome: Outcome) -> None:
+        if self._recorder is not None:
+            seen = Measured.of(trial.trial_id, outcome.duration, outcome.metric, outcome.error)
+            self._recorder.record(self.now(), seen)
         if trial.state is not State.RUNNING:
             return  # stopped while its last iteration was in flight
         if outcome.error is not None:
@@ -191,12 +203,17 @@ class Engine:
         for t in self.trials.values():
             if t.state is State.RUNNING:
                 t.state = State.STOPPED
+                if self._recorder is not None:
+                    self._recorder.record(self.now(), Stop(t.trial_id, "target"))
                 self._release(t)
         self.stats.end = self.now()
 
     def _leave(self, trial: Trial, state: State) -> None:
         was_running = trial.state is State.RUNNING
         trial.state = state
+        if self._recorder is not None:
+            reason = "done" if state is State.DONE else "failed" if trial.error else "stopped"
+            self._recorder.record(self.now(), Stop(trial.trial_id, reason))
         self.queue.pop(trial.trial_id, None)
         if was_running:
             self._release(trial)
@@ -242,6 +259,13 @@ class Engine:
             placement = self.placer.place(trial.trial_id, old.width, end)
             assert placement is not None, "re-placing a trial where it just was must succeed"
         trial.placement, trial.width = placement, placement.width
+        if self._recorder is not None and (placement.gpus, placement.width) != (
+            old.gpus,
+            old.width,
+        ):
+            self._recorder.record(
+                self.now(), Resize(trial.trial_id, devices(old), devices(placement))
+            )
         if placement.gpus == old.gpus:
             self._run(trial)
             return

@@ -1,4 +1,4 @@
-"""The engine loop (spec 3.5) on simulated time: the worked example end to end, the baseline
+"""The driver loop (spec 3.5) on simulated time: the worked example end to end, the baseline
 equivalence of spec 6.6, determinism, failures, and the tuners' group formation."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from kairos.fluid.backend import Outcome
 from kairos.fluid.core.model import Limits
 from kairos.fluid.core.placement import Placement
-from kairos.fluid.engine import Engine, EngineConfig
+from kairos.fluid.driver import Driver, DriverConfig
 from kairos.fluid.simulator import simulate
 from kairos.fluid.trial import Trial, TrialSpec
 from kairos.fluid.tuner import TuningAPI
@@ -44,44 +44,44 @@ class IdealBackend:
         pass
 
 
-def run_fig_3_5(config: EngineConfig, eps: float = 0.2, fail: str = "") -> tuple[float, Engine]:
+def run_fig_3_5(config: DriverConfig, eps: float = 0.2, fail: str = "") -> tuple[float, Driver]:
     loop = EventLoop()
     clock = SimClock(loop)
     budgets = {"a1": 4, "a2": 4, "a3": 12, "a4": 30}
     backend = IdealBackend(clock, dict.fromkeys(budgets, 1.0), eps, fail)
     tuner = GridSearch(1, 1, configs=[])
-    engine = Engine(clock, backend, 5, config, tuner)
-    engine.submit_group([TrialSpec(k, {}, b) for k, b in budgets.items()])
-    for t in engine.trials.values():
+    driver = Driver(clock, backend, 5, config, tuner)
+    driver.submit_group([TrialSpec(k, {}, b) for k, b in budgets.items()])
+    for t in driver.trials.values():
         t.t1 = 1.0  # profiled: the planner knows each iteration takes 1 s
     loop.run()
-    return engine.stats.end, engine
+    return driver.stats.end, driver
 
 
-def test_fig_3_5_through_the_engine() -> None:
-    static, engine = run_fig_3_5(EngineConfig(Limits(c=2, d=4), dynamic=False))
+def test_fig_3_5_through_the_driver() -> None:
+    static, driver = run_fig_3_5(DriverConfig(Limits(c=2, d=4), dynamic=False))
     assert static == 12
-    assert {t: engine.trials[t].history[0][1] for t in engine.trials} == {
+    assert {t: driver.trials[t].history[0][1] for t in driver.trials} == {
         "a1": Fraction(1, 2),
         "a2": Fraction(1, 2),
         "a3": 1,
         "a4": 3,
     }
-    baseline, _ = run_fig_3_5(EngineConfig.baseline())
+    baseline, _ = run_fig_3_5(DriverConfig.baseline())
     assert baseline == 30
     # DynamicFluid widens a3 to 4 GPUs when a4 leaves at t = 10. a3's own iteration ending at
     # t = 10 is handled first (it was scheduled first), so the resize applies at the end of
     # the next one: 11 + eps + 1/4 instead of the spec's idealised 10.5 + eps.
-    dynamic, engine = run_fig_3_5(EngineConfig(Limits(c=2, d=4), eps=0.2))
+    dynamic, driver = run_fig_3_5(DriverConfig(Limits(c=2, d=4), eps=0.2))
     assert dynamic == pytest.approx(11 + 0.2 + 0.25)
-    assert engine.trials["a3"].history[-1][1] == 4 and engine.stats.resizes == 1
+    assert driver.trials["a3"].history[-1][1] == 4 and driver.stats.resizes == 1
 
 
 def test_a_failing_trial_is_reported_and_the_rest_finish() -> None:
-    _, engine = run_fig_3_5(EngineConfig(Limits(c=2, d=4), dynamic=False), fail="a3")
-    assert engine.stats.failures == {"a3": "step raised ValueError"}
-    assert engine.trials["a4"].done == 30 and engine.trials["a1"].done == 4
-    assert engine.placer.idle() == 5 and not engine.placer.placed
+    _, driver = run_fig_3_5(DriverConfig(Limits(c=2, d=4), dynamic=False), fail="a3")
+    assert driver.stats.failures == {"a3": "step raised ValueError"}
+    assert driver.trials["a4"].done == 30 and driver.trials["a1"].done == 4
+    assert driver.placer.idle() == 5 and not driver.placer.placed
 
 
 @pytest.mark.parametrize("name", ["grid", "sha", "asha", "hyperband"])
