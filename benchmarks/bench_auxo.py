@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from kairos.auxo import AuxoEngine, AuxoParams
+from kairos.auxo import AuxoParams, AuxoPolicy
 from kairos.auxo.experiments import e1, e2, e3, e5, e6, venn_cohorts
 from kairos.auxo.experiments.arms import QUICK_POINT
 from kairos.auxo.experiments.runs import RunConfig, auxo_params, build_runner
@@ -75,16 +75,16 @@ def clustering_cost(leaves: int, n_params: int, rounds: int) -> dict[str, Any]:
     params = AuxoParams(
         p_total=40, total_rounds=1000, max_leaves=8, grad_fraction=1.0, n_clients=1000
     )
-    engine = AuxoEngine(params, seed=0)
-    while engine.tree.m < leaves:
-        engine.split(engine.tree.leaves()[0], 0)
+    policy = AuxoPolicy(params, seed=0)
+    while policy.tree.m < leaves:
+        policy.split(policy.tree.leaves()[0], 0)
     rng = np.random.default_rng(0)
-    budgets = engine.budgets()
+    budgets = policy.budgets()
     start = time.perf_counter()
     for r in range(rounds):
         for leaf, p in budgets.items():
             ids = rng.choice(1000, p, replace=False).tolist()
-            engine.observe(leaf, 30 + r, ids, rng.normal(size=(p, n_params)))
+            policy.observe(leaf, 30 + r, ids, rng.normal(size=(p, n_params)))
     per = (time.perf_counter() - start) / rounds
     return {
         "case": f"clustering per global round, M={leaves}, {n_params} params",

@@ -1,4 +1,4 @@
-"""Auxo: cohort identification for federated learning (spec specs/auxo.md, issue 16).
+"""Auxo: cohort identification for federated learning (spec specs/auxo.md).
 
 The pure algorithms, one concept a module; each works on update vectors, client ids and cohort
 ids only, never on client data:
@@ -12,12 +12,13 @@ ids only, never on client data:
 - `selection`: decaying epsilon-greedy cohort selection;
 - `matching`: the coordinator's MATCH, which always returns a leaf;
 - `assignment`: probing leaves to place a new client at deployment;
-- `engine`: the pieces composed for one cohort-round in centralized mode.
+- `policy`: the pieces composed for one cohort-round in centralized mode: the decision core;
+- `decisions`: its decisions as plain records (a decision log), `replay` feeds a log back.
 
 The package also holds its `cli.SYSTEM`, so `kairos auxo` exists.
 """
 
-from kairos.auxo.engine import AuxoEngine, RoundReport
 from kairos.auxo.params import AuxoParams
+from kairos.auxo.policy import AuxoPolicy, RoundReport
 
-__all__ = ["AuxoEngine", "AuxoParams", "RoundReport"]
+__all__ = ["AuxoParams", "AuxoPolicy", "RoundReport"]

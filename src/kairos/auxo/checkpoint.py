@@ -33,8 +33,8 @@ from kairos.auxo.params import AuxoParams
 from kairos.auxo.training import CohortTraining, LeafRound
 from kairos.fl.learning import RoundRunner
 
-NOT_SAVED = frozenset({"runner", "params", "on_step"})  # rebuilt by the caller
-ENGINE_NOT_SAVED = frozenset({"params"})
+NOT_SAVED = frozenset({"runner", "params", "on_step", "recorder"})  # rebuilt by the caller
+POLICY_NOT_SAVED = frozenset({"params", "recorder"})
 LATEST = "LATEST"
 KEEP = 2  # checkpoints kept on disk (the newest is the one loaded)
 
@@ -118,12 +118,12 @@ def _decode(v: Any, arrays: Any) -> Any:
 
 
 def coordinator_state(run: CohortTraining) -> dict[str, Any]:
-    """The fields that a checkpoint holds (the engine without its params)."""
+    """The fields that a checkpoint holds (the policy without its params)."""
     names = [f.name for f in dataclasses.fields(run) if f.name not in NOT_SAVED]
     state = {n: getattr(run, n) for n in names}
-    state["engine"] = {k: v for k, v in vars(run.engine).items() if k not in ENGINE_NOT_SAVED}
-    cls = type(run.engine)
-    state["engine_class"] = f"{cls.__module__}:{cls.__qualname__}"  # centralized/distributed
+    state["policy"] = {k: v for k, v in vars(run.policy).items() if k not in POLICY_NOT_SAVED}
+    cls = type(run.policy)
+    state["policy_class"] = f"{cls.__module__}:{cls.__qualname__}"  # centralized/distributed
     return state
 
 
@@ -177,14 +177,14 @@ def load(directory: str | Path, runner: RoundRunner, params: AuxoParams) -> Coho
     with np.load(folder / "arrays.npz", allow_pickle=False) as arrays:
         state = _decode(doc["state"], arrays)
     run = CohortTraining(runner, params, seed=state.pop("seed"))
-    engine = state.pop("engine")
-    cls = _kairos_class(state.pop("engine_class"))
-    if not isinstance(run.engine, cls):  # a distributed run comes back distributed
+    policy = state.pop("policy")
+    cls = _kairos_class(state.pop("policy_class"))
+    if not isinstance(run.policy, cls):  # a distributed run comes back distributed
         fresh: Any = object.__new__(cls)
-        fresh.params = params
-        run.engine = fresh
-    for k, v in engine.items():
-        setattr(run.engine, k, v)
+        fresh.params, fresh.recorder = params, None
+        run.policy = fresh
+    for k, v in policy.items():
+        setattr(run.policy, k, v)
     for k, v in state.items():
         setattr(run, k, v)
     return run

@@ -9,7 +9,7 @@ round, then relabels everyone present by the nearest centroid.
 `cluster_round` is a pure function: the cohort's only clustering state is whether it has been
 initialised (`initialised`), and the labels come in as the participants' claimed labels and go
 out as their new labels. That is the distributed-mode contract (spec 3.10), and the centralized
-engine uses it unchanged. Randomness (k-means++ seeding) comes from the injected generator.
+policy uses it unchanged. Randomness (k-means++ seeding) comes from the injected generator.
 """
 
 from __future__ import annotations

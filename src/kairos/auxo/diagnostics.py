@@ -1,8 +1,8 @@
 """Why some clients end in a wrong cohort: measurements over a finished run (evaluation only).
 
-Issue 16's must-show 3 fails on the variance of per-client accuracy because a few clients
-settle in a wrong cohort although the cohort models are right (docs/auxo.md, E1). These
-numbers locate the cause in the source's own reward rule rather than in the clients' data:
+The variance of per-client accuracy rises under Auxo in E1 because a few clients settle in a
+wrong cohort although the cohort models are right (docs/auxo.md, E1). These numbers locate
+the cause in the source's own reward rule rather than in the clients' data:
 
 * Outlier rate of rounds with no outsider ("pure" rounds: every participant's lowest-loss
   leaf is the cohort it trained in). The threshold tau = mean(D) + std(D) is relative to the
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kairos.auxo.engine import RoundReport
+from kairos.auxo.policy import RoundReport
 from kairos.auxo.rewards import AffinityEntry
 
 

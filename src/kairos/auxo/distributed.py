@@ -4,14 +4,14 @@ A `ClientAgent` holds its own record (R, L, explored per cohort) and its own ran
 chooses a leaf locally (COHORTSELECTION), sends the claimed L and R for it in its affinity
 request, applies a cohort's feedback (dR and the new L) itself, with tree distances computed
 from the dotted ids, and inherits rewards when it hears of a split. The coordinator
-(`DistributedEngine`) keeps the cohort tree, the models, the clustering state and *this round's*
+(`DistributedPolicy`) keeps the cohort tree, the models, the clustering state and *this round's*
 requests only: the claims that a cohort's round needs as clustering inputs, dropped once used.
 
 The three conditions under which this mode and the centralized one give the same trajectory
 for a seed hold by construction: a client learns the current leaves at check-in, before it
 chooses; a split is broadcast and every client inherits at that moment, not lazily; and every
 draw a client causes (the epsilon-greedy pick, MATCH's uniform child) comes from its own stream,
-seeded exactly as the centralized engine seeds it.
+seeded exactly as the centralized policy seeds it.
 
 `ClientNetwork` is the simulated population of client devices, the "far side" of the
 messages. The coordinator reaches a client only through a message (request, feedback, split
@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kairos.auxo.clustering import NO_LABEL
-from kairos.auxo.engine import AuxoEngine, best_leaf
+from kairos.auxo.decisions import Claim, split_members
 from kairos.auxo.matching import AffinityRequest
 from kairos.auxo.params import AuxoParams
-from kairos.auxo.rewards import AffinityEntry, apply_feedback, inherit, is_known
+from kairos.auxo.policy import AuxoPolicy, best_leaf
+from kairos.auxo.rewards import AffinityEntry, apply_feedback, inherit
 from kairos.auxo.selection import select_cohort
 from kairos.auxo.split_labels import place_at_split
 from kairos.auxo.training import CohortTraining
@@ -96,7 +97,7 @@ class ClientNetwork:
 
 
 @dataclass
-class DistributedEngine(AuxoEngine):
+class DistributedPolicy(AuxoPolicy):
     """The soft-state coordinator: no per-client table, claims travel in the requests."""
 
     clients: ClientNetwork = field(init=False)
@@ -133,17 +134,22 @@ class DistributedEngine(AuxoEngine):
         from the per-cohort split frames (no per-client state)."""
         return self.clients.agent(client_id).place_unlabelled(self.tree.leaves(), ask, self.params)
 
-    def _claims(self, cohort: str, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        labels: list[int] = []
-        known: list[bool] = []
+    def _claims(self, cohort: str, ids: Sequence[int]) -> list[Claim]:
+        out = []
         for c in ids:
             req = self.claims.pop(int(c), None)
             if req is None or req.cohort_id != cohort:
-                req = AffinityRequest(int(c))  # no claim for this cohort: a new member
-            labels.append(NO_LABEL if req.label is None else req.label)
-            claim = {} if req.reward is None else {cohort: AffinityEntry(req.reward)}
-            known.append(is_known(claim, cohort))
-        return np.array(labels), np.array(known, dtype=bool)
+                out.append(Claim(int(c), None, None))  # no claim for this cohort: a new member
+            else:
+                reward = None if req.reward is None else float(req.reward)
+                out.append(Claim(int(c), req.label, reward))
+        return out
+
+    def _assignment(self, parent: str, children: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+        """Read from the devices' records (the cohort change a log records, not a decision
+        input: each device applies its inheritance itself)."""
+        records = {c: a.record for c, a in self.clients.agents.items()}
+        return split_members(records, parent, children)
 
     def _feedback(
         self, client_id: int, cohort: str, delta: float | None, label: int, leaves: list[str]
@@ -162,8 +168,10 @@ class DistributedEngine(AuxoEngine):
 
 def distributed(run: CohortTraining) -> CohortTraining:
     """Switch a freshly built `CohortTraining` to distributed Auxo (before its first step)."""
-    if run.log or run.engine.records:
+    if run.log or run.policy.records:
         raise ValueError("switch modes before the run starts")
-    old = run.engine
-    run.engine = DistributedEngine(old.params, seed=old.seed, weights=old.weights)
+    old = run.policy
+    run.policy = DistributedPolicy(
+        old.params, seed=old.seed, weights=old.weights, recorder=old.recorder
+    )
     return run

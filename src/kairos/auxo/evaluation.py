@@ -1,7 +1,7 @@
 """Evaluating a cohort run the way the paper does (spec 3.8, 4 "Metrics").
 
 Each client is tested on its own test split under the model of its membership leaf (the leaf
-of highest reward, `AuxoEngine.membership`); with one leaf that is the single global model.
+of highest reward, `AuxoPolicy.membership`); with one leaf that is the single global model.
 The run's resources are its own counters (`Usage`), not the leaves': a child inherits its
 parent's counters, so summing over leaves would count the parent's rounds twice.
 
@@ -147,7 +147,7 @@ def cluster_scores(groups: np.ndarray, membership: np.ndarray) -> ClusterScores:
 
 
 class KeptRound(Protocol):
-    """What `evidence_scores` reads of one cohort-round (`engine.RoundReport` satisfies it):
+    """What `evidence_scores` reads of one cohort-round (`policy.RoundReport` satisfies it):
     the cohort, the clients whose updates were kept (aggregated), and their rewards (None when
     the round gave none: one leaf, or too few known members)."""
 

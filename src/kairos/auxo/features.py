@@ -112,12 +112,27 @@ def build_features(
 
     Only update vectors enter: the function has no way to see client data or labels.
     """
+    return frame_of(compress_rows(updates, grad_fraction, dtype), norm)
+
+
+def compress_rows(
+    updates: np.ndarray, grad_fraction: float = 0.5, dtype: FeatureDtype = "float16"
+) -> np.ndarray:
+    """Each update row compressed (`compress`), as float64: all a cohort-round's clustering
+    reads of the updates, so a decision log holds these rows rather than whole models."""
     u = np.asarray(updates)
     if u.ndim == 1:
         u = u[None, :]
     if u.ndim != 2 or u.shape[0] == 0:
         raise ValueError("updates must be a non-empty (n_clients, n_params) array")
-    comp = np.stack([compress(row, grad_fraction, dtype) for row in u]).astype(np.float64)
+    return np.stack([compress(row, grad_fraction, dtype) for row in u]).astype(np.float64)
+
+
+def frame_of(comp: np.ndarray, norm: FeatureNorm = "unit") -> FeatureFrame:
+    """The features of compressed rows (`compress_rows`) in their round's frame."""
+    comp = np.asarray(comp, dtype=np.float64)
+    if comp.ndim != 2 or comp.shape[0] == 0:
+        raise ValueError("compressed updates must be a non-empty (n_clients, d) array")
     mean = comp.mean(axis=0)
     centred = comp - mean if norm != "none" else comp
     return FeatureFrame(_normalise(centred, norm), mean, norm)

@@ -1,6 +1,6 @@
 """A client that no cohort rewards picks by its own loss (an option, not in the source).
 
-Why: in E1 about 5-7% of the clients end up with rewards <= 0 in every leaf they explored,
+Why: in E1 a few clients end up with rewards <= 0 in every leaf they explored,
 their own group's included (they are outliers, D > mean + std, there too), and sit in a wrong
 cohort; scoring the same cohort models with those clients on their lowest-loss leaf brings the
 variance of per-client accuracy below the single model's (docs/auxo.md, E1). With

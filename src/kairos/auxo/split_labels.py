@@ -4,13 +4,13 @@ Why: at a split every client inherits its parent's reward, plus `split_bonus` on
 by its cluster index L at the parent (spec 3.4). A client that never took part in a clustered
 round of the parent has no L, so its children tie and it picks one uniformly (spec 3.6's tie
 rule; spec 3.7's MATCH "uniform child" is the same rule for a client that has not heard of the
-split). Under E1's availability trace that is most of a majority group: at the root's split only
-28-46% of its clients carry a root label, 39-52% of the others land on the minorities' side and,
-being most of that child's rounds, stay (docs/auxo.md, E1).
+split). Under E1's availability trace that is most of a majority group: at the root's split
+most of its clients carry no root label, many of those land on the minorities' side and, being
+most of that child's rounds, stay (docs/auxo.md, E1, gives the measured shares).
 
 What the split itself knows is the parent's last clustering round: the weights its participants
 trained from, that round's feature frame (mean, norm) and the K centroids that labelled them
-(`SplitFrame`, kept by the engine). A client that trains one local round from those weights has
+(`SplitFrame`, kept by the policy). A client that trains one local round from those weights has
 an update in exactly that frame; its nearest centroid is the label that round would have given
 it had it taken part. With that label it inherits as a labelled client does (`give_label`).
 
@@ -57,7 +57,7 @@ class SplitFrame:
 
 @dataclass
 class SplitFrames:
-    """The engine's per-cohort (never per-client) state for probes: the weights each leaf's
+    """The policy's per-cohort (never per-client) state for probes: the weights each leaf's
     next round starts from, and each cohort's last clustering frame (kept once it splits)."""
 
     frames: dict[str, SplitFrame] = field(default_factory=dict)

@@ -23,8 +23,8 @@ from typing import Protocol
 
 import numpy as np
 
-from kairos.auxo.engine import AuxoEngine
 from kairos.auxo.evaluation import FLOAT_BYTES, Usage, message_bytes
+from kairos.auxo.policy import AuxoPolicy
 from kairos.auxo.robustness import Faults, privatize
 from kairos.fl.learning import RoundRunner, local_train
 from kairos.fl.timing import completes
@@ -38,7 +38,7 @@ class ProbeRun(Protocol):
     runner: RoundRunner
     seed: int
     faults: Faults
-    engine: AuxoEngine
+    policy: AuxoPolicy
     usage: Usage
     free_at: np.ndarray
 
@@ -46,7 +46,7 @@ class ProbeRun(Protocol):
 def probe_unlabelled(run: ProbeRun, client: int, t: float) -> bool:
     """Let `client`, checking in at time `t`, resolve a tie over a split's children by probes.
     Returns True when it probed (it is then busy until `run.free_at[client]`)."""
-    runner, engine = run.runner, run.engine
+    runner, policy = run.runner, run.policy
     availability = runner.availability
     assert availability is not None
     n_bytes = runner.model.n_params * FLOAT_BYTES
@@ -55,7 +55,7 @@ def probe_unlabelled(run: ProbeRun, client: int, t: float) -> bool:
     clock = [t]
 
     def ask(split: str) -> int | None:
-        frame = engine.split_frame(split)
+        frame = policy.split_frame(split)
         if frame is None or data.n_train == 0:
             return None
         path = [int(p) for p in split.split(".")]
@@ -75,9 +75,9 @@ def probe_unlabelled(run: ProbeRun, client: int, t: float) -> bool:
         run.usage.model_bytes += n_bytes  # the update's upload
         run.usage.participant_rounds += 1
         run.usage.affinity_bytes += message_bytes(split)
-        return engine.probe_label(split, view[0])
+        return policy.probe_label(split, view[0])
 
-    engine.place_unlabelled(client, ask)
+    policy.place_unlabelled(client, ask)
     if clock[0] > t:
         run.free_at[client] = clock[0]
         return True

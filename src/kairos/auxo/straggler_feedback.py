@@ -4,7 +4,7 @@ Why: under over-commitment a cohort dispatches ceil(1.3 P_m) clients and aggrega
 P_m; the rest (stragglers) finish their local training but are dropped, and in the source
 (spec 2.3 stage 4) only the aggregated participants get affinity feedback. A chronically slow
 client is then almost never rewarded: when every client is always online (E4's setting), the
-clients Auxo leaves in a wrong cohort are mostly such stragglers, kept in 0-8% of their
+clients Auxo leaves in a wrong cohort are mostly such stragglers, rarely kept in their
 dispatches (docs/auxo.md, E1). With this option the cohort still aggregates only the first P_m,
 but scores each straggler's late update in the round's reward frame (its mean, centre and
 tau, as a new client's probe is scored, spec 3.9) and sends it dR, so a slow client learns
@@ -24,8 +24,8 @@ from typing import Protocol
 
 import numpy as np
 
-from kairos.auxo.engine import AuxoEngine
 from kairos.auxo.evaluation import FLOAT_BYTES, Usage, message_bytes
+from kairos.auxo.policy import AuxoPolicy
 from kairos.auxo.robustness import Faults, privatize
 from kairos.fl.learning import RoundRunner, local_train
 
@@ -36,7 +36,7 @@ class FeedbackRun(Protocol):
     runner: RoundRunner
     seed: int
     faults: Faults
-    engine: AuxoEngine
+    policy: AuxoPolicy
     usage: Usage
     requests: dict[int, tuple[str, int]]
 
@@ -61,7 +61,7 @@ def late_updates(
 
 
 def give_late_feedback(
-    run: FeedbackRun, cohort: str, round: int, before: np.ndarray, late: np.ndarray
+    run: FeedbackRun, cohort: str, round: int, before: np.ndarray, late: np.ndarray, t: float
 ) -> None:
     """The cohort's feedback to this round's stragglers `late` (their updates from `before`,
     the round's starting weights): scored, never aggregated; uploads and messages charged.
@@ -71,7 +71,7 @@ def give_late_feedback(
         return
     updates = late_updates(run.runner, before, ids, run.seed, cohort, round)
     view = privatize(updates, ids, cohort, round, run.faults, run.seed)
-    run.engine.observe_late(cohort, ids, view)
+    run.policy.observe_late(cohort, ids, view, t=t)
     run.usage.model_bytes += len(ids) * run.runner.model.n_params * FLOAT_BYTES
     run.usage.affinity_bytes += len(ids) * message_bytes(cohort)
     for c in ids:

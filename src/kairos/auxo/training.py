@@ -1,7 +1,7 @@
 """Cohort training (spec 2.3, 3.8): Auxo's algorithms driving real federated rounds.
 
 The coordinator's whole state lives in `CohortTraining`'s fields, nothing in closures: the
-engine (cohort tree, affinity records, partition monitors), one `TrainingState` per leaf (its
+policy (cohort tree, affinity records, partition monitors), one `TrainingState` per leaf (its
 model, server optimizer, *own* virtual clock and round counter), one random stream per leaf,
 each client's pending request and when it is next free, and the usage counters. A later
 checkpoint, or a distributed mode that moves the records onto clients, reads and replaces these
@@ -11,12 +11,12 @@ One step is one round of one leaf, and the leaf that runs next is the one whose 
 earliest (cohorts advance asynchronously, spec 3.8):
 
 1. MATCH: every online, free client without a current request checks in, learns the current
-   tree, picks a leaf by decaying epsilon-greedy (`engine.request`) and sends its affinity
+   tree, picks a leaf by decaying epsilon-greedy (`policy.request`) and sends its affinity
    request, which `matching.match` resolves to a leaf. A request stays until the client has
    trained (it then re-chooses, spec 2.3 stage 4) or the tree changes (a split);
 2. SELECT/EXECUTE/AGGREGATE: the leaf's round on the shared `RoundRunner`: ceil(1.3 P_m) of its
    online requesters are dispatched and the first P_m kept, P_m = P_total / M (`budgets`);
-3. FEEDBACK: `engine.observe` clusters the participants' updates, rewards them and may split
+3. FEEDBACK: `policy.observe` clusters the participants' updates, rewards them and may split
    the leaf; the children then start from `state.clone()` of the parent: exactly its weights,
    optimizer state, clock and round counter.
 
@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kairos.auxo.engine import AuxoEngine, RoundReport
 from kairos.auxo.evaluation import (
     FLOAT_BYTES,
     CohortEval,
@@ -44,10 +43,12 @@ from kairos.auxo.evaluation import (
 from kairos.auxo.loss_fallback import place_by_loss
 from kairos.auxo.matching import match
 from kairos.auxo.params import AuxoParams
+from kairos.auxo.policy import AuxoPolicy, RoundReport
 from kairos.auxo.rewards import AffinityEntry
 from kairos.auxo.robustness import Faults, loss_schedule, lost_records, privatize
 from kairos.auxo.split_probe import probe_unlabelled
 from kairos.auxo.straggler_feedback import give_late_feedback
+from kairos.decisions import Recorder
 from kairos.fl.learning import (
     FederatedDataset,
     History,
@@ -81,7 +82,8 @@ class CohortTraining:
     seed: int = 0
     on_step: Callable[[CohortTraining, LeafRound], None] | None = None  # e.g. a checkpointer
     faults: Faults = field(default_factory=Faults)  # E6: LDP on features, record loss
-    engine: AuxoEngine = field(init=False)
+    recorder: Recorder | None = None  # the policy's decisions (`kairos.auxo.decisions`)
+    policy: AuxoPolicy = field(init=False)
     states: dict[str, TrainingState] = field(init=False, default_factory=dict)
     rngs: dict[str, np.random.Generator] = field(init=False, default_factory=dict)
     requests: dict[int, tuple[str, int]] = field(init=False, default_factory=dict)
@@ -97,7 +99,9 @@ class CohortTraining:
         if self.params.p_total < 1:
             raise ValueError("p_total must be >= 1")
         root = self.runner.new_state(np.random.default_rng([self.seed, 0]))
-        self.engine = AuxoEngine(self.params, seed=self.seed, weights=root.weights)
+        self.policy = AuxoPolicy(
+            self.params, seed=self.seed, weights=root.weights, recorder=self.recorder
+        )
         self.states["0"] = root
         self.rngs["0"] = self._leaf_rng("0")
         self.free_at = np.zeros(len(self.runner.dataset))
@@ -112,7 +116,7 @@ class CohortTraining:
 
     # ------------------------------------------------------------------ queries
     def leaves(self) -> list[str]:
-        return self.engine.tree.leaves()
+        return self.policy.tree.leaves()
 
     @property
     def model(self) -> Model:
@@ -125,7 +129,7 @@ class CohortTraining:
     def memberships(self) -> np.ndarray:
         """Each client's membership leaf S_i (highest reward), as an index into `leaves()`."""
         n = len(self.dataset)
-        return membership_index(self.engine.membership(range(n)), self.leaves(), n)
+        return membership_index(self.policy.membership(range(n)), self.leaves(), n)
 
     @property
     def progress(self) -> int:
@@ -150,7 +154,7 @@ class CohortTraining:
         assert self.runner.availability is not None
         online = self.runner.availability.online(t)
         online &= self.free_at <= t
-        version = self.engine.tree.version
+        version = self.policy.tree.version
         for c in np.flatnonzero(online).tolist():
             req = self.requests.get(c)
             if req is not None and req[1] == version:
@@ -159,8 +163,8 @@ class CohortTraining:
                 self._place_by_loss(c)
             if self.params.unlabelled_at_split == "probe" and probe_unlabelled(self, c, t):
                 continue  # busy with its probe (kairos.auxo.split_probe): asks after it
-            request = self.engine.request(c, round)
-            leaf = match(request, self.engine.tree, self.engine.client_rng(c))
+            request = self.policy.request(c, round)
+            leaf = match(request, self.policy.tree, self.policy.client_rng(c))
             if leaf is None:
                 continue
             self.requests[c] = (leaf, version)
@@ -171,24 +175,24 @@ class CohortTraining:
         leaves = self.leaves()
         weights = {c: self.states[c].weights for c in leaves}
         data = self.dataset.clients[client]
-        record = self.engine.record(client)
+        record = self.policy.record(client)
         if place_by_loss(record, self.model, weights, data, leaves, self.params.split_bonus):
             self.usage.model_bytes += len(leaves) * self.model.n_params * FLOAT_BYTES
 
     def requesters(self, cohort: str) -> np.ndarray:
-        version = self.engine.tree.version
+        version = self.policy.tree.version
         ids = [c for c, (leaf, v) in self.requests.items() if leaf == cohort and v == version]
         return np.array(sorted(ids), dtype=np.int64)
 
     def step(self, cohort: str | None = None) -> LeafRound:
         """Run one round of `cohort` (default: the leaf with the earliest clock)."""
         m = self.next_leaf() if cohort is None else cohort
-        if m is None or not self.engine.tree.is_leaf(m):
+        if m is None or not self.policy.tree.is_leaf(m):
             raise ValueError(f"cohort {m!r} is not a leaf")
         state = self.states[m]
         self.check_in(state.now, state.round)
         cand = self.requesters(m)
-        budget = self.engine.budgets()[m]
+        budget = self.policy.budgets()[m]
         before = state.weights.copy() if self.params.straggler_feedback else None
         res = self.runner.run_round(state, self.rngs[m], candidates=cand, participants=budget)
         split = self._after_round(m, state, res, before)
@@ -227,15 +231,15 @@ class CohortTraining:
         self.usage.affinity_bytes += len(parts) * message_bytes(m)
         for c in parts.tolist():
             self.requests.pop(int(c), None)  # trained: it chooses again at its next check-in
-        self.engine.tree.set_weights(m, state.weights)
+        self.policy.tree.set_weights(m, state.weights)
         ids = parts.tolist()
         view = privatize(res.updates, ids, m, state.round, self.faults, self.seed)
-        report = self.engine.observe(m, state.round, ids, view)
+        report = self.policy.observe(m, state.round, ids, view, t=res.end)
         self.reports.append(report)
         for c in lost_records(ids, m, state.round, self.faults, self.seed):
-            self.engine.forget(c)  # the client restarts as new (spec 3.11)
+            self.policy.forget(c)  # the client restarts as new (spec 3.11)
         if before is not None and report.split is None and report.deltas is not None:
-            give_late_feedback(self, m, state.round, before, res.stragglers)
+            give_late_feedback(self, m, state.round, before, res.stragglers, res.end)
         if report.split is None:
             return None
         return self._spawn(m, report.split.children)
@@ -248,7 +252,7 @@ class CohortTraining:
         for c, at in self.loss_at.items():
             if at <= progress and c not in self.wiped:
                 self.wiped.add(c)
-                self.engine.forget(c)
+                self.policy.forget(c)
                 self.requests.pop(c, None)
 
     def _spawn(self, parent: str, children: tuple[str, ...]) -> tuple[str, ...]:
@@ -266,10 +270,10 @@ class CohortTraining:
         """Split `cohort` now into K children with a given composition (spec E5: the same
         cohorts at different partition times): client i's record gets reward 1 for child
         `assignment[i]` and -1 for the others, all explored, so no prediction moves it."""
-        self.engine.tree.set_weights(cohort, self.states[cohort].weights)
-        rec = self.engine.split(cohort, self.states[cohort].round)
+        self.policy.tree.set_weights(cohort, self.states[cohort].weights)
+        rec = self.policy.split(cohort, self.states[cohort].round, t=self.states[cohort].now)
         for client, j in assignment.items():
-            record = self.engine.record(client)
+            record = self.policy.record(client)
             for k, child in enumerate(rec.children):
                 record[child] = AffinityEntry(1.0 if k == j else -1.0, None, True)
         self.requests.clear()

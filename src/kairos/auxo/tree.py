@@ -7,7 +7,7 @@ ids alone (`tree_distance`, `lca`). Only leaves train.
 A split keeps the total participant budget: every leaf gets P_total/M, as integers that sum to
 exactly P_total (the remainder goes one each to the first leaves in id order). Children start
 from exactly the parent's weights (flat vectors, copied) and a deep copy of its optimizer state,
-round counter and clock; their clustering state starts fresh (the engine does that part).
+round counter and clock; their clustering state starts fresh (the policy does that part).
 """
 
 from __future__ import annotations

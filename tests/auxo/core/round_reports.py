@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kairos.auxo.engine import RoundReport
+from kairos.auxo.policy import RoundReport
 
 LEAVES = ["0.0", "0.1"]
 

@@ -21,9 +21,9 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from kairos.auxo import AuxoEngine, AuxoParams
-from kairos.auxo.engine import RoundReport
+from kairos.auxo import AuxoParams, AuxoPolicy
 from kairos.auxo.evaluation import covered_scores, evidence_mask
+from kairos.auxo.policy import RoundReport
 
 CENTRES = np.array([(-10.0, -10.0), (-10.0, 10.0), (10.0, -10.0), (10.0, 10.0)])
 N, PER_ROUND, ROUNDS = 1000, 50, 1000
@@ -45,7 +45,7 @@ def e0_params() -> AuxoParams:
 
 def run(seed: int, centres: np.ndarray) -> dict[str, object]:
     x, truth = make_blobs(n_samples=N, centers=centres, cluster_std=2.0, random_state=seed)
-    engine = AuxoEngine(e0_params(), seed=seed)
+    policy = AuxoPolicy(e0_params(), seed=seed)
     rng = np.random.default_rng(seed)
     seen: set[int] = set()
     splits = []
@@ -54,25 +54,25 @@ def run(seed: int, centres: np.ndarray) -> dict[str, object]:
     for r in range(ROUNDS):
         sampled = [int(c) for c in rng.choice(N, PER_ROUND, replace=False)]
         seen.update(sampled)
-        choice = {c: engine.select(c, r) for c in sampled}
+        choice = {c: policy.select(c, r) for c in sampled}
         if r >= ROUNDS - 200:
             late.extend(choice.items())
-        for leaf in engine.tree.leaves():
+        for leaf in policy.tree.leaves():
             ids = [c for c in sampled if choice[c] == leaf]
             if ids:
-                rep = engine.observe(leaf, r, ids, x[ids])
+                rep = policy.observe(leaf, r, ids, x[ids])
                 reports.append(rep)
-                assert sum(engine.budgets().values()) == PER_ROUND
+                assert sum(policy.budgets().values()) == PER_ROUND
                 if rep.split is not None:
                     splits.append((r, rep.split.parent))
     ids = sorted(seen)
-    member = engine.membership(ids)
-    leaves = engine.tree.leaves()
+    member = policy.membership(ids)
+    leaves = policy.tree.leaves()
     pred = [leaves.index(member[c]) for c in ids]
     nearest_centre = np.argmin(((x[ids, None, :] - centres[None]) ** 2).sum(-1), axis=1)
     stable = np.mean([member[c] == leaf for c, leaf in late])
     # E1's "placed by evidence" (a rewarded update in the final leaf), over all N points
-    everyone = engine.membership(range(N))
+    everyone = policy.membership(range(N))
     index = np.array([leaves.index(everyone[c]) for c in range(N)])
     evidence = covered_scores(truth, index, evidence_mask(reports, leaves, index))
     return {

@@ -1,4 +1,4 @@
-"""Cohort scores over the clients Auxo placed by evidence (issue 16, must-show 3).
+"""Cohort scores over the clients Auxo placed by evidence (docs/auxo.md, the E1 claim).
 
 The all-client ARI counts clients that never returned a rewarded update in their final leaf;
 `evidence_mask` keeps only those that did, `sampled_mask` those with any kept update (E0's
@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import adjusted_rand_score
 
-from kairos.auxo.engine import RoundReport
 from kairos.auxo.evaluation import (
     cluster_scores,
     covered_scores,
@@ -22,6 +21,7 @@ from kairos.auxo.evaluation import (
     membership_columns,
     sampled_mask,
 )
+from kairos.auxo.policy import RoundReport
 from tests.auxo.core.round_reports import LEAVES, report
 
 

@@ -1,4 +1,4 @@
-"""Does spec 3.1's normalisation make k-means cut a majority group at the root? (issue 16)
+"""Does spec 3.1's normalisation make k-means cut a majority group at the root?
 
 The candidate cause of E1's majority ending in two leaves on 60/20/20 and 70/30 was: features
 are centred on the round mean, which the majority dominates, then scaled to unit length, so a
@@ -7,7 +7,7 @@ E1's own updates it does not: at the root's first clustering round the majority'
 signal is about its noise (0.08-0.15 vs 0.08-0.11, cosine to the group direction 0.67-0.85),
 which is enough, and the cut keeps the majority whole under "unit", "center" and "none" alike
 (70/30 and 60/20/20, YoGi, seeds 0-4). The majority is divided later, by clients that had no
-root label at the split (docs/auxo.md, must-show 3). Seed 0 here keeps the test cheap.
+root label at the split (docs/auxo.md, the E1 claim). Seed 0 here keeps the test cheap.
 
 "center" and "none" cluster and reward identically (distances, k-means and the outlier
 threshold are translation invariant), which is why their E1 rows coincide.
@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 
 from kairos.auxo.clustering import kmeans
-from kairos.auxo.engine import RoundReport
 from kairos.auxo.experiments.runs import (
     AUXO_DEFAULTS,
     RunConfig,
@@ -31,6 +30,7 @@ from kairos.auxo.experiments.runs import (
 )
 from kairos.auxo.features import build_features
 from kairos.auxo.params import AuxoParams, FeatureNorm
+from kairos.auxo.policy import RoundReport
 from kairos.auxo.rewards import instant_rewards
 from kairos.auxo.robustness import Faults
 from kairos.auxo.training import CohortTraining
@@ -58,17 +58,22 @@ def first_root_clustering(weights: tuple[float, ...], seed: int) -> tuple[np.nda
         faults=Faults(None, 1.0, 0.0, "once"),
     )
     seen: list[tuple[list[int], np.ndarray]] = []
-    observe = tr.engine.observe
+    observe = tr.policy.observe
 
     def spy(
-        cohort: str, round_local: int, client_ids: Sequence[int], updates: np.ndarray
+        cohort: str,
+        round_local: int,
+        client_ids: Sequence[int],
+        updates: np.ndarray,
+        *,
+        t: float = 0.0,
     ) -> RoundReport:
-        report = observe(cohort, round_local, client_ids, updates)
+        report = observe(cohort, round_local, client_ids, updates, t=t)
         if report.status == "initialised":
             seen.append((list(client_ids), np.array(updates, copy=True)))
         return report
 
-    tr.engine.observe = spy  # type: ignore[method-assign]
+    tr.policy.observe = spy  # type: ignore[method-assign]
     for r in range(1, 12):
         tr.run(r, 10**6)
         if seen:

@@ -1,4 +1,4 @@
-"""The outlier threshold over the known members (`outlier_tau`, issue 16 must-show 3).
+"""The outlier threshold over the known members (`outlier_tau`, docs/auxo.md).
 
 Spec 3.5 takes tau = mean(D) + std(D) over all of a round's participants. In E1 on 60/20/20
 and 70/30, majority clients with no root label pick a child at random and end up as most of

@@ -2,7 +2,7 @@
 
 Clustering is post-processing of the updates the server already receives, so local DP guarantees
 are unchanged. Checked three ways: no public function takes data or labels; the package imports
-no dataset code; and a full engine run over updates computed from guarded client data never
+no dataset code; and a full policy run over updates computed from guarded client data never
 touches that data (the guard raises on any access after the updates are made).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import kairos.auxo
-from kairos.auxo import AuxoEngine, AuxoParams
+from kairos.auxo import AuxoParams, AuxoPolicy
 
 FORBIDDEN = {"x", "y", "data", "dataset", "labels_true", "targets", "samples", "images", "texts"}
 CORE = [
@@ -30,7 +30,7 @@ CORE = [
     "selection",
     "matching",
     "assignment",
-    "engine",
+    "policy",
 ]
 
 
@@ -93,7 +93,7 @@ class GuardedData:
         raise AssertionError(f"the pipeline touched client data ({name})")
 
 
-def test_an_engine_run_reads_updates_only() -> None:
+def test_a_policy_run_reads_updates_only() -> None:
     rng = np.random.default_rng(0)
     groups = [rng.normal(size=4) * 3 for _ in range(2)]
     clients = []
@@ -101,7 +101,7 @@ def test_an_engine_run_reads_updates_only() -> None:
         x = rng.normal(size=(20, 4))
         clients.append(GuardedData(x, x @ groups[i % 2]))
     params = AuxoParams(total_rounds=40, p_total=20, grad_fraction=1.0, k=2)
-    engine = AuxoEngine(params, seed=0)
+    policy = AuxoPolicy(params, seed=0)
     w = np.zeros(4)
     reports = []
     for r in range(12):
@@ -109,11 +109,11 @@ def test_an_engine_run_reads_updates_only() -> None:
         updates = np.stack([clients[c].train(w) for c in ids])
         for c in clients:
             c.sealed = True  # from here on, any read of client data fails the test
-        choice = {c: engine.select(c, r) for c in ids}
-        for leaf in engine.tree.leaves():
+        choice = {c: policy.select(c, r) for c in ids}
+        for leaf in policy.tree.leaves():
             mine = [c for c in ids if choice[c] == leaf]
             if mine:
-                reports.append(engine.observe(leaf, r, mine, updates[[ids.index(c) for c in mine]]))
+                reports.append(policy.observe(leaf, r, mine, updates[[ids.index(c) for c in mine]]))
         for c in clients:
             c.sealed = False
     assert any(rep.status == "initialised" for rep in reports)

@@ -1,7 +1,7 @@
-"""Option `unlabelled_at_split="probe"` (issue 16, must-show 3): a client that a split finds
+"""Option `unlabelled_at_split="probe"` (docs/auxo.md, the E1 claim): a client that a split finds
 without a label is placed by the split's own clustering frame instead of a uniform child.
 
-The engine tests build a cohort of two separated groups, split it, and probe clients that never
+The policy tests build a cohort of two separated groups, split it, and probe clients that never
 took part: each must end in the child its group's labelled members hold (under the text's
 uniform tie some do not). The training tests check the probe's cost is charged and that the
 centralized and distributed modes still give one trajectory with the option on.
@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kairos.auxo import AuxoEngine, AuxoParams
-from kairos.auxo.distributed import DistributedEngine, distributed
+from kairos.auxo import AuxoParams, AuxoPolicy
+from kairos.auxo.distributed import DistributedPolicy, distributed
 from kairos.auxo.evaluation import FLOAT_BYTES, message_bytes
 from kairos.auxo.features import compress
 from kairos.auxo.rewards import AffinityEntry
@@ -29,9 +29,9 @@ from tests.auxo.training.test_training import _params, _runner
 A, B = np.array([10.0, 10.0]), np.array([-10.0, -10.0])
 
 
-def _split_engine(option: str, norm: str = "center") -> tuple[AuxoEngine, dict[str, str]]:
+def _split_policy(option: str, norm: str = "center") -> tuple[AuxoPolicy, dict[str, str]]:
     """Clients 0-9 (group A) and 10-19 (group B) train in the root until its split at round 4;
-    returns the engine and each group's child (where its labelled members went)."""
+    returns the policy and each group's child (where its labelled members went)."""
     params = AuxoParams(
         total_rounds=100,
         p_total=20,
@@ -41,46 +41,46 @@ def _split_engine(option: str, norm: str = "center") -> tuple[AuxoEngine, dict[s
         partition_schedule=(4,),
         unlabelled_at_split=option,
     )
-    engine = AuxoEngine(params, seed=3, weights=np.zeros(2))
+    policy = AuxoPolicy(params, seed=3, weights=np.zeros(2))
     rng = np.random.default_rng(0)
     ids = list(range(20))
     split = None
     for r in range(5):
         x = np.concatenate([A + rng.normal(size=(10, 2)), B + rng.normal(size=(10, 2))])
-        split = engine.observe("0", r, ids, x).split
-    assert split is not None and engine.tree.leaves() == ["0.0", "0.1"]
+        split = policy.observe("0", r, ids, x).split
+    assert split is not None and policy.tree.leaves() == ["0.0", "0.1"]
     child = {
-        g: greedy(engine.record(c), engine.tree.leaves(), rng) for g, c in (("A", 0), ("B", 10))
+        g: greedy(policy.record(c), policy.tree.leaves(), rng) for g, c in (("A", 0), ("B", 10))
     }
     assert child["A"] != child["B"]
-    assert all(greedy(engine.record(c), engine.tree.leaves(), rng) == child["A"] for c in ids[:10])
-    return engine, child
+    assert all(greedy(policy.record(c), policy.tree.leaves(), rng) == child["A"] for c in ids[:10])
+    return policy, child
 
 
 @pytest.mark.parametrize("norm", ["center", "unit"])
 def test_an_unlabelled_client_near_centroid_k_ends_in_child_k(norm: str) -> None:
-    engine, child = _split_engine("probe", norm)
+    policy, child = _split_policy("probe", norm)
     rng = np.random.default_rng(1)
     for c in range(100, 140):
         group = "A" if c % 2 else "B"
         update = (A if group == "A" else B) + rng.normal(size=2)
 
         def ask(split: str, u: np.ndarray = update) -> int | None:
-            return engine.probe_label(split, u)
+            return policy.probe_label(split, u)
 
-        placed = engine.place_unlabelled(c, ask)
+        placed = policy.place_unlabelled(c, ask)
         assert [s for s, _ in placed] == ["0"]
-        assert engine.select(c, 10_000) == child[group]  # epsilon ~ 0: greedy
-        assert engine.membership([c])[c] == child[group]
-        assert engine.place_unlabelled(c, lambda s: pytest.fail("probed twice")) == []
+        assert policy.select(c, 10_000) == child[group]  # epsilon ~ 0: greedy
+        assert policy.membership([c])[c] == child[group]
+        assert policy.place_unlabelled(c, lambda s: pytest.fail("probed twice")) == []
 
 
 def test_under_the_text_s_uniform_tie_some_unlabelled_clients_cross_over() -> None:
     """The old behaviour the option replaces: no frame is kept, ties go either way."""
-    engine, child = _split_engine("uniform")
-    assert engine.split_frames is None
-    assert engine.split_frame("0") is None
-    picks = [engine.select(c, 10_000) for c in range(100, 140)]  # whatever their updates
+    policy, child = _split_policy("uniform")
+    assert policy.split_frames is None
+    assert policy.split_frame("0") is None
+    picks = [policy.select(c, 10_000) for c in range(100, 140)]  # whatever their updates
     assert {child["A"], child["B"]} <= set(picks)  # some group-B clients sit in A's child
 
 
@@ -91,23 +91,23 @@ def test_the_split_frame_reproduces_the_labels_of_its_round() -> None:
         partition_schedule=(6,), unlabelled_at_split="probe",
     )  # fmt: skip
     w = np.array([0.5, -0.5])
-    engine = AuxoEngine(params, seed=0, weights=w)
+    policy = AuxoPolicy(params, seed=0, weights=w)
     rng = np.random.default_rng(2)
     rep = None
     for r in range(7):
         ids = [int(c) for c in rng.choice(60, 20, replace=False)]
         x = np.where((np.array(ids) < 30)[:, None], A, B) + 3 * rng.normal(size=(20, 2))
-        rep = engine.observe("0", r, ids, x)
+        rep = policy.observe("0", r, ids, x)
         if rep.status == "waiting":  # before r_start: no clustering, no frame
-            assert engine.split_frames is not None and "0" not in engine.split_frames.frames
+            assert policy.split_frames is not None and "0" not in policy.split_frames.frames
             continue
-        assert engine.split_frames is not None
-        frame = engine.split_frames.frames["0"]
+        assert policy.split_frames is not None
+        frame = policy.split_frames.frames["0"]
         assert np.array_equal(frame.weights, w)  # the weights this round trained from
         got = [frame.label(compress(u, 1.0, "float64")) for u in x]
         assert got == list(rep.labels)
     assert rep is not None and rep.split is not None
-    assert engine.split_frame("0") is not None and engine.split_frame("0.0") is None
+    assert policy.split_frame("0") is not None and policy.split_frame("0.0") is None
 
 
 def test_a_new_client_probes_top_down_and_a_labelled_one_never() -> None:
@@ -145,7 +145,7 @@ def test_a_probe_is_charged_as_a_local_round_and_its_time() -> None:
     t = max(run.states[c].now for c in run.leaves())
     done = 0
     for c in range(len(run.dataset)):
-        record = run.engine.record(c)
+        record = run.policy.record(c)
         if "0" in record and record["0"].label is not None:
             continue
         before = dict(vars(run.usage))
@@ -174,15 +174,15 @@ def test_a_probe_is_charged_as_a_local_round_and_its_time() -> None:
 
 def _counting(run: CohortTraining) -> list[tuple[str, int | None]]:
     calls: list[tuple[str, int | None]] = []
-    engine = run.engine
-    label = engine.probe_label
+    policy = run.policy
+    label = policy.probe_label
 
     def counted(split: str, update: np.ndarray) -> int | None:
         out = label(split, update)
         calls.append((split, out))
         return out
 
-    engine.probe_label = counted  # type: ignore[method-assign]
+    policy.probe_label = counted  # type: ignore[method-assign]
     return calls
 
 
@@ -195,7 +195,7 @@ def test_distributed_mode_follows_the_centralized_trajectory_with_probes(kw: Any
     rounds = 16 if "partition_schedule" in kw else 30
     central.run(rounds, eval_every=5)
     dist.run(rounds, eval_every=5)
-    assert isinstance(dist.engine, DistributedEngine) and dist.engine.records == {}
+    assert isinstance(dist.policy, DistributedPolicy) and dist.policy.records == {}
     assert calls[0] == calls[1] and len(calls[0]) >= 10
     assert central.usage == dist.usage
     _assert_identical(central, dist)

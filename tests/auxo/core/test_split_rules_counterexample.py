@@ -1,4 +1,4 @@
-"""Which populations the spec's split rules can resolve at all (spec 3.3, issue 16 must-show 3).
+"""Which populations the spec's split rules can resolve at all (spec 3.3, docs/auxo.md).
 
 Spec 3.3 splits a cohort into K = 2 children, caps the leaves at K_max = 4 and, once there is
 more than one cohort (M > 1), needs the two sub-clusters' distinct-client counts in a ratio

@@ -128,7 +128,7 @@ def test_auxo_lowers_the_variance_where_the_single_models_accuracy_is_spread(
 def test_cohorts_over_the_clients_placed_by_evidence(
     rows: dict[str, dict[str, Any]], alg: str
 ) -> None:
-    """Issue 16, must-show 3's cohort clause scored as E0 scores it: over the clients whose
+    """The E1 claim's cohort clause (docs/auxo.md) scored as E0 scores it: over the clients whose
     final leaf holds one of their own rewarded updates (`evaluation.evidence_mask`), beside the
     all-client ARI. Measured (quick, seeds 0-4, E1's trace): equal groups YoGi 0.90 +- 0.02
     (FedAvg 0.86 +- 0.10) over 94-98% of the clients; 70/10/10/10 YoGi 0.44 +- 0.14 (FedAvg

@@ -1,5 +1,5 @@
-"""Must-show 3 on a population with a majority group: E1 quick on 60/20/20 with
-`unlabelled_at_split="probe"` (docs/auxo.md, must-show 3).
+"""The E1 claim on a population with a majority group: E1 quick on 60/20/20 with
+`unlabelled_at_split="probe"` (docs/auxo.md, "Experiments").
 
 Under the text's uniform tie-break, most of the majority has no label at the root's split, picks
 a child at random and stays on the minorities' side (ARI by evidence 0.54 on 60/20/20, seeds

@@ -1,4 +1,4 @@
-"""Auxo as a Flower strategy under Flower's own simulation engine (issue 16, must-show 5):
+"""Auxo as a Flower strategy under Flower's own simulation engine (spec 2-3, 3.10):
 120 clients in four latent groups train for all rounds through `flwr.simulation.run_simulation`
 on Ray; the tree splits, the clients' own records put them in cohorts that match the groups,
 the run is the same one the in-process transport gives (nothing depends on which Ray actor
@@ -103,8 +103,8 @@ def test_auxo_strategy_finds_the_latent_groups_under_flowers_simulation_engine(
     assert [r.round for r in strategy.history] == list(range(1, ROUNDS + 1))
     assert sorted(result.train_metrics_clientapp) == list(range(1, ROUNDS + 1))
     assert ROUNDS in result.evaluate_metrics_clientapp
-    assert [s.parent for s in strategy.engine.tree.splits] == ["0"]
-    leaves = strategy.engine.tree.leaves()
+    assert [s.parent for s in strategy.policy.tree.splits] == ["0"]
+    leaves = strategy.policy.tree.leaves()
     assert leaves == ["0.0", "0.1", "0.2", "0.3"]
     assert sorted(strategy.membership) == list(range(N))  # every client reported its cohort
     assert set(strategy.membership.values()) == set(leaves)
@@ -126,8 +126,8 @@ def test_auxo_strategy_finds_the_latent_groups_under_flowers_simulation_engine(
     grid = InProcessGrid(auxo_client_app(RECIPE, MODEL, PARAMS, LOCAL, seed=SEED), N)
     twin.start(grid, initial_arrays(MODEL, SEED), num_rounds=ROUNDS)
     assert twin.membership == strategy.membership
-    assert [(s.parent, s.round) for s in twin.engine.tree.splits] == [
-        (s.parent, s.round) for s in strategy.engine.tree.splits
+    assert [(s.parent, s.round) for s in twin.policy.tree.splits] == [
+        (s.parent, s.round) for s in strategy.policy.tree.splits
     ]
     for leaf in leaves:
         np.testing.assert_allclose(

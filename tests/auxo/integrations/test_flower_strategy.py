@@ -17,7 +17,6 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricReco
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedAdam, FedAvg, FedProx
 
-from kairos.auxo.engine import best_leaf
 from kairos.auxo.integrations.flower import AuxoStrategy
 from kairos.auxo.integrations.flower_client import (
     FederatedRecipe,
@@ -33,6 +32,7 @@ from kairos.auxo.integrations.flower_records import (
     load_record,
 )
 from kairos.auxo.params import AuxoParams
+from kairos.auxo.policy import best_leaf
 from kairos.fl.learning import LocalConfig, LogisticRegression
 
 from .inprocess_grid import InProcessGrid
@@ -109,7 +109,7 @@ def test_each_base_strategy_sees_only_its_cohorts_nodes_and_replies() -> None:
     grid = _run(strategy, rounds)
     owner = {id(slot.strategy): leaf for leaf, slot in strategy.cohorts.items()}
     assert len(owner) == len(strategy.cohorts)  # one distinct base instance per cohort
-    assert [s.parent for s in strategy.engine.tree.splits] == ["0"]
+    assert [s.parent for s in strategy.policy.tree.splits] == ["0"]
     for record in strategy.history:
         views = record.views
         assert set(views) <= set(record.leaves)
@@ -186,8 +186,8 @@ def test_affinity_records_live_only_in_the_clients_state() -> None:
     rounds = 6
     strategy = AuxoStrategy(FedAvg(fraction_evaluate=0.0), _params(rounds, 2), seed=3)
     grid = _run(strategy, rounds)
-    assert strategy.engine.records == {}  # soft state: nothing per client on the server
-    leaves = strategy.engine.tree.leaves()
+    assert strategy.policy.records == {}  # soft state: nothing per client on the server
+    leaves = strategy.policy.tree.leaves()
     heard = 0
     acks = sum(r.feedback_acks for r in strategy.history)
     assert acks == sum(len(n) for r in strategy.history for n in r.replies.values())
@@ -200,7 +200,7 @@ def test_affinity_records_live_only_in_the_clients_state() -> None:
             heard += 1
             assert set(leaves) <= set(record)
     assert heard >= strategy.params.p_total  # the two rounds before the split trained 16 each
-    splits = [s.parent for s in strategy.engine.tree.splits]
+    splits = [s.parent for s in strategy.policy.tree.splits]
     assert leaves_of(decode_splits(";".join(splits)), strategy.params.k) == leaves
 
 

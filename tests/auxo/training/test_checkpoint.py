@@ -1,4 +1,4 @@
-"""Coordinator checkpoint/restart (issue 16, must-show 4): a killed coordinator restarted from its
+"""Coordinator checkpoint/restart (spec 3.11): a killed coordinator restarted from its
 checkpoint loses only the rounds after it and finishes with the same cohorts, bit for bit."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from kairos.auxo import AuxoParams
 from kairos.auxo.checkpoint import Checkpointer, checkpointed, encode, latest, load, save
-from kairos.auxo.distributed import DistributedEngine, distributed
+from kairos.auxo.distributed import DistributedPolicy, distributed
 from kairos.auxo.training import CohortTraining, LeafRound
 from kairos.fl.learning import RoundRunner
 from tests.auxo.training.test_training import _params, _runner
@@ -140,7 +140,7 @@ def test_a_checkpoint_round_trips_the_whole_coordinator_state(tmp_path: Path) ->
     # generators resume the same stream
     for c in run.leaves():
         assert run.rngs[c].integers(1 << 62) == back.rngs[c].integers(1 << 62)
-    assert run.engine.client_rng(3).random() == back.engine.client_rng(3).random()
+    assert run.policy.client_rng(3).random() == back.policy.client_rng(3).random()
     assert not (tmp_path / "state.json").exists()  # nothing written outside the step folders
     assert all("pickle" not in p.name for p in tmp_path.rglob("*"))
 
@@ -155,7 +155,7 @@ def test_a_distributed_run_restarts_distributed_with_its_client_records(tmp_path
     save(run, tmp_path)
     del run
     back = load(tmp_path, _runner(), params)
-    assert isinstance(back.engine, DistributedEngine) and back.engine.records == {}
+    assert isinstance(back.policy, DistributedPolicy) and back.policy.records == {}
     for _ in range(9):
         ref.step()
         back.step()

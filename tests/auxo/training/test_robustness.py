@@ -77,7 +77,7 @@ def test_ldp_changes_only_what_auxo_sees_so_the_single_model_is_unchanged() -> N
 def test_a_participant_that_loses_every_record_restarts_as_new() -> None:
     run = _run(Faults(record_loss=1.0, record_loss_mode="per_round"), partition_schedule=(8,))
     trained = {c for r in run.reports for c in r.client_ids}
-    assert trained and all(not run.engine.record(c) for c in trained)
+    assert trained and all(not run.policy.record(c) for c in trained)
 
 
 def test_scheduled_loss_wipes_each_drawn_client_once_by_its_time() -> None:

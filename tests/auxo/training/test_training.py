@@ -92,7 +92,7 @@ def test_children_start_from_exactly_the_parent_state() -> None:
         assert kid.aggregator.m is not None and parent.aggregator.m is not None
         assert np.array_equal(kid.aggregator.m, parent.aggregator.m)
         assert np.array_equal(kid.aggregator.v, parent.aggregator.v)  # type: ignore[arg-type]
-        tree_w = run.engine.tree.weights(kid_id := "0.0")
+        tree_w = run.policy.tree.weights(kid_id := "0.0")
         assert tree_w is not None and np.array_equal(tree_w, run.states[kid_id].weights)
     kids[0].weights[0] += 1.0  # independent copies
     assert kids[1].weights[0] != kids[0].weights[0]
@@ -105,14 +105,14 @@ def test_leaves_run_earliest_clock_first_within_their_budgets() -> None:
     for _ in range(60):
         clocks = {c: run.states[c].now for c in run.leaves()}
         expected = min(clocks, key=lambda c: (clocks[c], c))
-        budgets = run.engine.budgets()
+        budgets = run.policy.budgets()
         assert sum(budgets.values()) == 20
         entry = run.step()
         assert entry.cohort == expected and entry.start == clocks[expected]
         assert entry.participants <= budgets[expected] == entry.budget
         assert entry.participants <= entry.requesters
         seen_leaves.add(entry.cohort)
-    assert run.engine.tree.m == 4  # both children split at their own round 10
+    assert run.policy.tree.m == 4  # both children split at their own round 10
     assert {"0", "0.0", "0.1", *run.leaves()} == seen_leaves
     rounds = {c: run.states[c].round for c in run.leaves()}
     assert len(set(rounds.values())) > 1  # asynchronous: leaves are at different rounds
@@ -130,7 +130,7 @@ def test_participants_come_from_the_leaf_requesters_only() -> None:
         run.step(m)
         if len(run.reports) > n_reports:
             assert set(run.reports[-1].client_ids) <= asked
-    assert run.engine.tree.m == 2
+    assert run.policy.tree.m == 2
 
 
 def test_a_run_is_a_pure_function_of_its_seed() -> None:
@@ -175,7 +175,7 @@ def test_a_forced_partition_keeps_its_composition_and_the_parent_model() -> None
     kids = run.partition("0", {i: int(g) for i, g in enumerate(groups)})
     assert kids == ("0.0", "0.1", "0.2", "0.3") and run.leaves() == list(kids)
     assert all(np.array_equal(run.states[c].weights, parent) for c in kids)
-    assert sum(run.engine.budgets().values()) == 20
+    assert sum(run.policy.budgets().values()) == 20
     run.run(25, eval_every=10)
     assert np.array_equal(run.memberships(), groups)  # clients stay where they were put
     for entry in run.log[5:]:

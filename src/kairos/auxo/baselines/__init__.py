@@ -1,4 +1,4 @@
-"""Clustered-FL baselines for Auxo (spec 4, issue 16) on the same training substrate.
+"""Clustered-FL baselines for Auxo (spec 4) on the same training substrate.
 
 IFCA (`ifca`), CL+HC (`clhc`), FlexCFL-lite (`flexcfl`) and CCL (`ccl`): each drives its
 cluster models as `kairos.fl.learning.TrainingState`s through the one `RoundRunner`, so local

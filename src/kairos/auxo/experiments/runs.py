@@ -67,8 +67,8 @@ __all__ = [
 Arm = Literal["auxo", "single", "forced"]
 
 # Auxo's settings for the LR/MLP runs; everything else is the spec's default (AuxoParams).
-# het_rule "J": with K = 2 the best 2-way split of four groups keeps 0.65-0.69 of the features'
-# SSE (measured on E1's updates, rounds 0-60), so the "G" rule (<= 1/2) never splits the root.
+# het_rule "J": with K = 2 the best 2-way split of four groups keeps well over half of the
+# features' SSE (docs/auxo.md, E1), so the "G" rule (<= 1/2) never splits the root.
 AUXO_DEFAULTS: dict[str, Any] = {"het_rule": "J", "grad_fraction": 1.0}
 
 
@@ -244,12 +244,12 @@ def run_arm(cfg: RunConfig) -> dict[str, Any]:
     scores = membership_columns(ds.groups, final.membership, final.leaves, training.reports)
     s = final.point.stats
     usage = training.usage
-    splits = [f"{r.parent}@{r.round}" for r in training.engine.tree.splits]
+    splits = [f"{r.parent}@{r.round}" for r in training.policy.tree.splits]
     tuned = fine_tuned(cfg, training, final.membership)
     oracle = oracle_membership(training)
     o = evaluate_under(training, oracle)
     diag = placement_diagnostics(
-        training.reports, training.engine.records, training.leaves(), oracle, final.membership
+        training.reports, training.policy.records, training.leaves(), oracle, final.membership
     )
     honest = np.ones(len(ds), dtype=bool)
     honest[flipped] = False

@@ -1,4 +1,4 @@
-"""Auxo as a Flower strategy: cohorts over any Flower base strategy (issue 16, spec 2-3, 3.10).
+"""Auxo as a Flower strategy: cohorts over any Flower base strategy (spec 2-3, 3.10).
 
 `AuxoStrategy` wraps a Flower Message-API strategy (FedAvg by default; FedProx, FedAdam,
 FedYogi, ... unchanged). Every leaf cohort gets its own instance of it, which sees only the
@@ -12,7 +12,7 @@ nodes matched to that cohort (`CohortGrid`) and only that cohort's model. Each r
    strategy configures training on that view, from the cohort's parameters;
 3. per leaf, the base strategy aggregates its own replies; Auxo then clusters the updates
    (w_sent - w_local, which the server already has), computes rewards and decides a split,
-   all in `AuxoEngine` fed with the round's *claimed* L and R only: the engine's record
+   all in `AuxoPolicy` fed with the round's *claimed* L and R only: the policy's record
    table is emptied after each cohort-round, so the server keeps no per-client state
    (spec 3.10). A split gives every child the parent's exact parameters and a deep copy of
    the parent's strategy (server-optimizer state included);
@@ -51,7 +51,8 @@ from flwr.serverapp.strategy import FedAvg, Result, Strategy
 from flwr.serverapp.strategy.strategy_utils import aggregate_metricrecords
 from flwr.supercore import log
 
-from kairos.auxo.engine import AuxoEngine, RoundReport
+from kairos.auxo.decisions import Claim
+from kairos.auxo.features import compress_rows
 from kairos.auxo.integrations.flower_cohort import CohortGrid, CohortSlot, RoundLog, min_nodes
 from kairos.auxo.integrations.flower_exchange import (
     Feedback,
@@ -65,8 +66,9 @@ from kairos.auxo.integrations.flower_exchange import (
 from kairos.auxo.integrations.flower_records import COHORT, encode_splits, flatten
 from kairos.auxo.matching import AffinityRequest, match
 from kairos.auxo.params import AuxoParams
-from kairos.auxo.rewards import AffinityEntry
+from kairos.auxo.policy import AuxoPolicy, RoundReport
 from kairos.auxo.tree import ROOT
+from kairos.decisions import Recorder
 
 
 class AuxoStrategy(Strategy):
@@ -80,6 +82,7 @@ class AuxoStrategy(Strategy):
         checkin_fraction: float = 1.0,
         eval_every: int = 0,
         seed: int = 0,
+        recorder: Recorder | None = None,
     ) -> None:
         if not 0.0 < checkin_fraction <= 1.0:
             raise ValueError("checkin_fraction must be in (0, 1]")
@@ -88,7 +91,7 @@ class AuxoStrategy(Strategy):
         self.checkin_fraction = checkin_fraction
         self.eval_every = eval_every  # 0: evaluate after the last round only
         self.seed = seed
-        self.engine = AuxoEngine(self.params, seed=seed)
+        self.policy = AuxoPolicy(self.params, seed=seed, recorder=recorder)
         self.cohorts: dict[str, CohortSlot] = {}
         self.history: list[RoundLog] = []
         self.membership: dict[int, str] = {}  # client -> its cohort, from the last evaluation
@@ -133,8 +136,8 @@ class AuxoStrategy(Strategy):
             self.cohorts[ROOT] = CohortSlot(copy.deepcopy(self.base), arrays)  # base: a template
         self._grid = grid
         self._requests, self._assigned, self._sent = self._checkin(server_round, grid), {}, {}
-        tree = self.engine.tree
-        record = RoundLog(server_round, tree.leaves(), self.engine.budgets())
+        tree = self.policy.tree
+        record = RoundLog(server_round, tree.leaves(), self.policy.budgets())
         self.history.append(record)
         rng = np.random.default_rng([self.seed, 5, server_round])
         for node in sorted(self._requests, key=self._client_of):  # client order, not node ids
@@ -189,7 +192,7 @@ class AuxoStrategy(Strategy):
             if not valid:
                 continue
             before = self._splits()
-            report = self._observe(leaf, slot, valid)
+            report = self._observe(server_round, leaf, slot, valid)
             record.reports[leaf] = report
             deltas = report.deltas or (float("nan"),) * len(valid)
             for msg, label, delta in zip(valid, report.labels, deltas, strict=True):
@@ -202,7 +205,7 @@ class AuxoStrategy(Strategy):
             record.feedback_acks = send_feedback(
                 self._grid, feedback, self._splits(), self._timeout
             )
-        metrics["auxo-leaves"] = self.engine.tree.m
+        metrics["auxo-leaves"] = self.policy.tree.m
         return self._merged_arrays(), MetricRecord(metrics)
 
     def configure_evaluate(
@@ -211,7 +214,7 @@ class AuxoStrategy(Strategy):
         last = server_round == self._num_rounds
         if not (last or (self.eval_every and server_round % self.eval_every == 0)):
             return []
-        models = {leaf: self.cohorts[leaf].arrays for leaf in self.engine.tree.leaves()}
+        models = {leaf: self.cohorts[leaf].arrays for leaf in self.policy.tree.leaves()}
         return evaluation_messages(models, self._splits(), sorted(grid.get_node_ids()))
 
     def aggregate_evaluate(
@@ -238,7 +241,7 @@ class AuxoStrategy(Strategy):
 
     # -------------------------------------------------------------------------- helpers
     def _splits(self) -> str:
-        return encode_splits(s.parent for s in self.engine.tree.splits)
+        return encode_splits(s.parent for s in self.policy.tree.splits)
 
     def _checkin(self, server_round: int, grid: Grid) -> dict[int, AffinityRequest]:
         """Ask a sample of nodes for their affinity requests (stage 0, MATCH's input).
@@ -255,28 +258,29 @@ class AuxoStrategy(Strategy):
         request = self._requests.get(node)
         return -1 if request is None else request.client_id
 
-    def _observe(self, leaf: str, slot: CohortSlot, replies: list[Message]) -> RoundReport:
-        """Stage 4 through `AuxoEngine`, fed only this round's claimed L and R."""
+    def _observe(
+        self, server_round: int, leaf: str, slot: CohortSlot, replies: list[Message]
+    ) -> RoundReport:
+        """Stage 4 through `AuxoPolicy`, fed only this round's claimed L and R (a claim is
+        about the cohort the client asked for; a client matched elsewhere claims nothing)."""
         sent = flatten(self._sent[leaf])
-        clients, updates = [], []
+        claims, updates = [], []
         for msg in replies:
-            claim = self._requests[msg.metadata.src_node_id]
-            clients.append(claim.client_id)
+            request = self._requests[msg.metadata.src_node_id]
             (arrays,) = msg.content.array_records.values()
             updates.append(sent - flatten(arrays))
-            entry = {}
-            if claim.cohort_id == leaf:  # claims are about the cohort asked for
-                entry[leaf] = AffinityEntry(claim.reward or 0.0, claim.label, False)
-            self.engine.records[claim.client_id] = entry
-        try:
-            return self.engine.observe(leaf, slot.round_local, clients, np.stack(updates))
-        finally:
-            self.engine.records.clear()  # soft state: nothing per client outlives the round
+            if request.cohort_id == leaf:
+                claims.append(Claim(request.client_id, request.label, request.reward or 0.0))
+            else:
+                claims.append(Claim(request.client_id, None, None))
+        p = self.params
+        rows = compress_rows(np.stack(updates), p.grad_fraction, p.feature_dtype)
+        return self.policy.observe_claims(leaf, slot.round_local, claims, rows, t=server_round)
 
     def _merged_arrays(self) -> ArrayRecord:
         """Every leaf's parameters in one record, keys `<cohort>/<key>` (Flower's Result)."""
         merged = {}
-        for leaf in self.engine.tree.leaves():
+        for leaf in self.policy.tree.leaves():
             for key, array in self.cohorts[leaf].arrays.items():
                 merged[f"{leaf}/{key}"] = array
         return ArrayRecord(array_dict=merged)

@@ -28,7 +28,6 @@ import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 
-from kairos.auxo.engine import best_leaf
 from kairos.auxo.integrations.flower_records import (
     ARRAYS_PREFIX,
     AUXO,
@@ -43,6 +42,7 @@ from kairos.auxo.integrations.flower_records import (
     str_field,
 )
 from kairos.auxo.params import AuxoParams
+from kairos.auxo.policy import best_leaf
 from kairos.auxo.rewards import apply_feedback
 from kairos.auxo.selection import select_cohort
 

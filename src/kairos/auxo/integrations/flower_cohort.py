@@ -22,7 +22,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from flwr.supercore.run import Run
 
-from kairos.auxo.engine import RoundReport
+from kairos.auxo.policy import RoundReport
 from kairos.auxo.tree import SplitRecord
 
 

@@ -8,14 +8,58 @@ backend starts Ray when it is not running and shuts it down when the run ends.
 
 from __future__ import annotations
 
+from typing import Any
+
 from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
-from flwr.serverapp.strategy import Result
+from flwr.serverapp.strategy import FedAvg, Result
 from flwr.simulation import run_simulation
 
 from kairos.auxo.integrations.flower import AuxoStrategy
 from kairos.auxo.integrations.flower_client import FederatedRecipe, auxo_client_app, initial_arrays
-from kairos.fl.learning import LocalConfig, Model
+from kairos.auxo.params import AuxoParams
+from kairos.fl.learning import LocalConfig, LogisticRegression, Model
+
+
+def small_run(
+    clients: int,
+    groups: int,
+    rounds: int,
+    k: int = 2,
+    p_total: int = 16,
+    seed: int = 0,
+    **auxo: Any,
+) -> tuple[AuxoStrategy, FederatedRecipe, Model, LocalConfig]:
+    """A synthetic federation of `groups` latent groups with their own labelling, a logistic
+    regression, and Auxo over FedAvg (`auxo` overrides `AuxoParams` fields): what `kairos auxo
+    run` trains. The whole update is clustered (a tiny model, spec 3.1)."""
+    recipe = FederatedRecipe.of(
+        "synthetic",
+        clients,
+        seed=seed,
+        n_groups=groups,
+        alpha=1.0,
+        beta=0.0,
+        min_count=60,
+        count_median=80,
+    )
+    fields: dict[str, Any] = {
+        "k": k,
+        "p_total": p_total,
+        "total_rounds": rounds,
+        "n_clients": clients,
+        "het_rule": "J",
+        "grad_fraction": 1.0,
+        "feature_dtype": "float32",
+    }
+    params = AuxoParams(**{**fields, **auxo})
+    strategy = AuxoStrategy(FedAvg(fraction_evaluate=0.0), params, seed=seed)
+    return (
+        strategy,
+        recipe,
+        LogisticRegression(60, 10),
+        LocalConfig(lr=0.05, batch_size=20, steps=10),
+    )
 
 
 def run_auxo_simulation(

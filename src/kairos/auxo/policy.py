@@ -1,4 +1,9 @@
-"""Auxo in centralized mode: one object that a training driver feeds each cohort's round.
+"""Auxo's policy: the decision core that a driver feeds each cohort's round.
+
+The drivers (`CohortTraining` on the simulated clock, `AuxoStrategy` inside Flower) train the
+cohorts and carry out what this object decides: each participant's cluster index and reward,
+and whether a cohort splits (or, optionally, merges). It holds what those decisions read: the
+cohort tree, the partition monitors and, in centralized mode, the affinity records.
 
 It composes the pure pieces in the order of the round lifecycle (spec 2.3, stage 4): build
 features from the participants' updates, CLIENTCLUSTERING, exploitation/exploration rewards when
@@ -9,26 +14,38 @@ record inherits rewards at that moment (spec 3.10: the same moment in both modes
 What it is given is the whole of what it can see: cohort ids, client ids, update vectors, round
 counters. It never receives client data or labels. Randomness: one generator per client (the
 epsilon-greedy pick) and one per cohort (k-means++ seeding), all derived from `seed`, so a run is
-a pure function of its inputs. No clock, no I/O.
+a pure function of its inputs. No clock, no I/O: with a `recorder`, each cohort-round and
+cohort change is handed to it as a plain record (`kairos.auxo.decisions`) stamped with the time
+the driver passes in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from kairos.auxo.assignment import LeafProbeFrame
 from kairos.auxo.clustering import NO_LABEL, Status, cluster_round
 from kairos.auxo.criteria import Decision, HetStats, PartitionMonitor, decide_partition
-from kairos.auxo.features import build_features, compress
+from kairos.auxo.decisions import (
+    Claim,
+    LateRewards,
+    Merge,
+    Split,
+    cohort_round,
+    rows_of,
+    split_members,
+)
+from kairos.auxo.features import compress, compress_rows, frame_of
 from kairos.auxo.matching import AffinityRequest
 from kairos.auxo.params import AuxoParams
-from kairos.auxo.rewards import AffinityEntry, apply_feedback, inherit, instant_rewards, is_known
+from kairos.auxo.rewards import AffinityEntry, apply_feedback, inherit, instant_rewards
 from kairos.auxo.selection import select_cohort
 from kairos.auxo.split_labels import SplitFrame, SplitFrames, place_at_split
 from kairos.auxo.tree import CohortTree, SplitRecord
+from kairos.decisions import Recorder
 
 
 @dataclass(frozen=True)
@@ -52,12 +69,13 @@ def best_leaf(record: dict[str, AffinityEntry], leaves: Sequence[str]) -> str:
 
 
 @dataclass
-class AuxoEngine:
+class AuxoPolicy:
     """Cohort tree, affinity records (a server table in centralized mode) and clustering state."""
 
     params: AuxoParams
     seed: int = 0
     weights: np.ndarray | None = None
+    recorder: Recorder | None = None
     tree: CohortTree = field(init=False)
     records: dict[int, dict[str, AffinityEntry]] = field(init=False, default_factory=dict)
     monitors: dict[str, PartitionMonitor] = field(init=False, default_factory=dict)
@@ -127,22 +145,72 @@ class AuxoEngine:
         return self._cohort_rngs[cohort]
 
     def observe(
-        self, cohort: str, round_local: int, client_ids: Sequence[int], updates: np.ndarray
+        self,
+        cohort: str,
+        round_local: int,
+        client_ids: Sequence[int],
+        updates: np.ndarray,
+        *,
+        t: float = 0.0,
     ) -> RoundReport:
         """Stage 4 of one cohort-round: cluster, reward, decide; returns the feedback sent."""
+        u = np.asarray(updates)
+        self._check(cohort, client_ids, u)
+        p = self.params
+        rows = compress_rows(u, p.grad_fraction, p.feature_dtype)
+        return self.observe_rows(cohort, round_local, client_ids, rows, t=t)
+
+    def observe_claims(
+        self,
+        cohort: str,
+        round_local: int,
+        claims: Sequence[Claim],
+        rows: np.ndarray,
+        *,
+        t: float = 0.0,
+    ) -> RoundReport:
+        """A cohort-round of the soft-state server (spec 3.10), fed only the participants'
+        claimed L and R: the record table holds those claims for the round, then is emptied,
+        so nothing per client outlives it. A Flower run's rounds and their replay from a
+        decision log both come through here."""
+        for claim in claims:
+            entry = {}
+            if claim.reward is not None:
+                entry[cohort] = AffinityEntry(claim.reward, claim.label, False)
+            self.records[int(claim.client)] = entry
+        try:
+            return self.observe_rows(cohort, round_local, [c.client for c in claims], rows, t=t)
+        finally:
+            self.records.clear()
+
+    def _check(self, cohort: str, client_ids: Sequence[int], updates: np.ndarray) -> None:
         if not self.tree.is_leaf(cohort):
             raise ValueError(f"cohort {cohort!r} is not a leaf; MATCH sends clients to leaves")
         ids = [int(c) for c in client_ids]
         if len(set(ids)) != len(ids):
             raise ValueError("a client can appear once per cohort-round")
-        u = np.asarray(updates)
-        if u.ndim != 2 or u.shape[0] != len(ids):
+        if updates.ndim != 2 or updates.shape[0] != len(ids):
             raise ValueError("updates must be one row per client id")
+
+    def observe_rows(
+        self,
+        cohort: str,
+        round_local: int,
+        client_ids: Sequence[int],
+        rows: np.ndarray,
+        *,
+        t: float = 0.0,
+    ) -> RoundReport:
+        """`observe` from the updates already compressed (`features.compress_rows`): the rows a
+        decision log holds."""
+        rows = np.asarray(rows, dtype=np.float64)
+        self._check(cohort, client_ids, rows)
+        ids = [int(c) for c in client_ids]
         p = self.params
-        frame = build_features(
-            u, grad_fraction=p.grad_fraction, dtype=p.feature_dtype, norm=p.feature_norm
-        )
-        claimed, known = self._claims(cohort, ids)
+        frame = frame_of(rows, p.feature_norm)
+        claims = self._claims(cohort, ids)
+        claimed = np.array([NO_LABEL if c.label is None else c.label for c in claims])
+        known = np.array([c.reward is not None and c.reward > 0 for c in claims], dtype=bool)
         out = cluster_round(
             frame.features,
             claimed,
@@ -179,11 +247,7 @@ class AuxoEngine:
             decision = decide_partition(
                 monitor, round_local=round_local, m_leaves=len(leaves), params=p
             )
-            if decision.split and self.tree.can_split(cohort, p.k):
-                split = self._split(cohort, round_local)
-        if split is None:
-            self._maybe_merge(cohort)
-        return RoundReport(
+        report = RoundReport(
             cohort,
             tuple(ids),
             tuple(int(x) for x in out.labels),
@@ -191,8 +255,17 @@ class AuxoEngine:
             out.status,
             stats,
             decision,
-            split,
+            None,
         )
+        if self.recorder is not None:
+            record = cohort_round(report, round_local, claims, rows)
+            self.recorder.record(t, record)
+        if decision is not None and decision.split and self.tree.can_split(cohort, p.k):
+            split = self._split(cohort, round_local, t)
+            report = replace(report, split=split)
+        if split is None:
+            self._maybe_merge(cohort, t)
+        return report
 
     # ------------------------------------- option unlabelled_at_split="probe" (not the text)
     def split_frame(self, split: str) -> SplitFrame | None:
@@ -219,7 +292,7 @@ class AuxoEngine:
         return place_at_split(record, self.tree.leaves(), ask, self.params.split_bonus)
 
     def observe_late(
-        self, cohort: str, client_ids: Sequence[int], updates: np.ndarray
+        self, cohort: str, client_ids: Sequence[int], updates: np.ndarray, *, t: float = 0.0
     ) -> tuple[float, ...]:
         """Option `straggler_feedback` (not the source): exploitation rewards for updates that
         arrived after the round's P-th (over-commitment drops them from aggregation). Each is
@@ -232,24 +305,32 @@ class AuxoEngine:
             raise ValueError(f"cohort {cohort!r} has no reward frame from this round")
         p = self.params
         leaves = self.tree.leaves()
-        deltas = []
+        deltas, rows = [], []
         for c, u in zip(client_ids, np.asarray(updates), strict=True):
-            delta = frame.score(compress(u, p.grad_fraction, p.feature_dtype), p)
+            row = compress(u, p.grad_fraction, p.feature_dtype)
+            delta = frame.score(row, p)
             self._feedback(int(c), cohort, delta, NO_LABEL, leaves)
             deltas.append(delta)
+            rows.append(row)
+        if self.recorder is not None:
+            ids = tuple(int(c) for c in client_ids)
+            late = np.array(rows, dtype=np.float64).reshape(len(ids), -1)
+            self.recorder.record(t, LateRewards(cohort, ids, rows_of(late), tuple(deltas)))
         return tuple(deltas)
 
     # ------------------------------------------- where records live (server table here)
-    def _claims(self, cohort: str, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Each participant's claimed cluster index L (NO_LABEL if none) and known status."""
-        recs = [self.record(c) for c in ids]
-        claimed = np.array(
-            [
-                r[cohort].label if cohort in r and r[cohort].label is not None else NO_LABEL
-                for r in recs
-            ]
-        )
-        return claimed, np.array([is_known(r, cohort) for r in recs], dtype=bool)
+    def _claims(self, cohort: str, ids: Sequence[int]) -> list[Claim]:
+        """Each participant's L and R for `cohort` (its record's entry there): clustering's
+        claimed labels, and a known member is one with R > 0 (`rewards.is_known`)."""
+        out = []
+        for c in ids:
+            entry = self.record(c).get(cohort)
+            if entry is None:
+                out.append(Claim(c, None, None))
+            else:
+                label = None if entry.label is None else int(entry.label)
+                out.append(Claim(c, label, float(entry.reward)))
+        return out
 
     def _feedback(
         self, client_id: int, cohort: str, delta: float | None, label: int, leaves: list[str]
@@ -273,15 +354,21 @@ class AuxoEngine:
         leaves = self.tree.leaves()
         return sum(best_leaf(r, leaves) == cohort for r in self.records.values())
 
-    def split(self, cohort: str, round_local: int) -> SplitRecord:
+    def split(self, cohort: str, round_local: int, *, t: float = 0.0) -> SplitRecord:
         """Partition `cohort` now, whatever the criteria say (experiments that force the
         partition time, spec E5); the same bookkeeping as a decided split."""
         if not self.tree.can_split(cohort, self.params.k):
             raise ValueError(f"cannot split {cohort!r} into {self.params.k} under the leaf cap")
-        return self._split(cohort, round_local)
+        return self._split(cohort, round_local, t)
 
-    def _split(self, cohort: str, round_local: int) -> SplitRecord:
+    def _assignment(self, parent: str, children: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+        return split_members(self.records, parent, children)
+
+    def _split(self, cohort: str, round_local: int, t: float = 0.0) -> SplitRecord:
         rec = self.tree.split(cohort, self.params.k, round_local)
+        if self.recorder is not None:
+            members = self._assignment(cohort, rec.children)
+            self.recorder.record(t, Split(cohort, rec.children, round_local, members))
         for child in rec.children:
             self.monitors[child] = PartitionMonitor(self.params.k, round_local)
             self.initialised[child] = False
@@ -291,7 +378,7 @@ class AuxoEngine:
         self.probe_frames.pop(cohort, None)
         return rec
 
-    def _maybe_merge(self, cohort: str) -> None:
+    def _maybe_merge(self, cohort: str, t: float = 0.0) -> None:
         """Optional merge [R]: with M > 2, drop a leaf with < N*fraction members for > n rounds."""
         p = self.params
         if not p.merge or p.n_clients is None or self.tree.m <= 2:
@@ -306,3 +393,5 @@ class AuxoEngine:
                 self.tree.remove(cohort)
             except ValueError:
                 return
+            if self.recorder is not None:
+                self.recorder.record(t, Merge(cohort))
