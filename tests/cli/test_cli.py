@@ -59,3 +59,31 @@ def test_a_bad_setting_of_any_systems_experiment_is_one_line_naming_it(tmp_path:
         assert result.exit_code == 2, (args, result.output)
         assert expected in result.output and "Traceback" not in result.output, result.output
         assert not any(tmp_path.iterdir())  # nothing ran
+
+
+def test_an_unknown_set_key_is_refused_in_every_system_naming_the_allowed_keys(
+    tmp_path: Path,
+) -> None:
+    """One rule for `--set` in every system: a key the config lacks (a misspelling, a top-level
+    or a nested one) is refused with the allowed keys, never run on the defaults."""
+    cases = [
+        (["fluid", "experiment", "fig3_13a", "--set", "seed=20"], "unknown setting 'seed'"),
+        (["venn", "experiment", "toy", "--set", "bogus_key=1"], "unknown setting 'bogus_key'"),
+        (["orloj", "experiment", "bimodal", "--set", "sedes=[1]"], "unknown setting 'sedes'"),
+        (["andes", "experiment", "e2", "--set", "burst=3"], "unknown setting 'burst'"),
+    ]
+    for args, expected in cases:
+        result = runner.invoke(app, [*args, "--quick", "--out", str(tmp_path)])
+        assert result.exit_code == 2, (args, result.output)
+        assert expected in result.output and "(allowed: " in result.output, result.output
+        assert not any(tmp_path.iterdir())  # nothing ran
+
+
+def test_every_experiments_default_and_quick_settings_are_its_own_keys() -> None:
+    """The quick settings go through the same refusal: none may name a key its config lacks."""
+    from kairos.experiments.registry import list_experiments
+
+    for system in SYSTEMS:
+        for exp in list_experiments(system):
+            exp.config(quick=False)
+            exp.config(quick=True)

@@ -53,11 +53,14 @@ class Experiment:
     quick_overrides: dict[str, Any] = field(default_factory=dict)
 
     def config(self, quick: bool = False, overrides: Mapping[str, Any] | None = None) -> BaseModel:
+        """The config with the quick settings and `overrides` applied. A key the config does
+        not have is refused (pydantic's `extra_forbidden`, at any depth) whatever the model's
+        own `extra` says: a misspelled `--set` key must not run the defaults silently."""
         data: dict[str, Any] = {}
         if quick:
             data.update(self.quick_overrides)
         data.update(overrides or {})
-        return self.config_type.model_validate(data)
+        return self.config_type.model_validate(data, extra="forbid")
 
 
 _REGISTRY: dict[tuple[str, str], Experiment] = {}
