@@ -14,7 +14,7 @@
    ratio of bests on a shared, noisy machine).
 2. Scheduler overhead: the share of the engine's step time spent deciding and recording
    (scheduler + policy) rather than in the model runner, per policy.
-3. Against transformers (`kairos.andes.engine.anchor`): one 56M-parameter Llama checkpoint
+3. Against transformers (`benchmarks/engine_anchor.py`): one 56M-parameter Llama checkpoint
    and one mixed-length request set through our engine, transformers' static `generate` and
    its continuous batching, in rotating order for R rounds; the greedy tokens must be
    identical (an assertion). Part 3 runs in a fresh interpreter, its checkpoint built on a
@@ -52,7 +52,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from kairos.andes.engine.anchor import (
+from benchmarks.engine_anchor import (
     CpuSampler,
     Run,
     mixed_requests,
@@ -64,9 +64,10 @@ from kairos.andes.engine.anchor import (
 )
 from kairos.andes.engine.api import SamplingParams
 from kairos.andes.engine.config import EngineConfig
+from kairos.andes.engine.cpu import build_engine
+from kairos.andes.engine.cpu.row_split import linear_add, project
 from kairos.andes.engine.engine import LLMEngine
 from kairos.andes.engine.model import LlamaForCausalLM
-from kairos.andes.engine.row_split import linear_add, project
 from kairos.andes.engine.weights import random_model
 from kairos.andes.latency import LinearProfile
 from kairos.report import print_table, write_result
@@ -276,7 +277,7 @@ def _compare(
     ratios: dict[str, list[float]] = {"plain": [], "static": []}
     share = same = 0.0
     for _ in range(reps):
-        engine = LLMEngine(
+        engine = build_engine(
             EngineConfig(
                 num_gpu_blocks=blocks,
                 num_cpu_blocks=0,

@@ -1,4 +1,4 @@
-"""The commands do what they say or fail with one clear line (issue 17, must-show 5).
+"""The commands do what they say or fail with one clear line.
 
 Each test is one of the issue's misleading cases: E4 could not take a trace path; `--set`
 ignored unknown keys and printed a pydantic traceback for a mistyped value; the sweep cache

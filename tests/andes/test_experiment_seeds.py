@@ -1,6 +1,6 @@
 """E10 and E11 run the seeds they are given, and E4 runs a load sweep without 1.0.
 
-Before issue 17's follow-up E10 read its seed from `point.seed` (its `seeds` setting was
+Once E10 read its seed from `point.seed` (its `seeds` setting was
 ignored), E11 had no `seeds` at all (and ran seed 0 whatever `point.seed` said), and E4
 crashed drawing its time series when `load_sweep` had no 1.0 (the only load whose runs keep
 them). Small runs (60 s of burst) so each test takes seconds.

@@ -96,7 +96,7 @@ def test_tail_metrics_name_the_longest_decile() -> None:
 
 def long_prompt_lengths(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Thousands of prompt tokens, tens of output tokens: the trace shape that collapsed
-    every policy at the old load definition (issue 17)."""
+    every policy at the old load definition."""
     prompts = np.clip(rng.lognormal(np.log(3000), 0.6, n), 500, 16000).astype(int)
     return prompts, rng.integers(8, 64, n)
 

@@ -85,7 +85,7 @@ def test_admissions_stop_before_the_prefill_the_buffers_cannot_absorb() -> None:
 
 
 def test_pacing_is_on_by_default_as_issue_17s_candidate() -> None:
-    """The default since issue 17 (docs/andes.md, "The candidate default beyond E4")."""
+    """The default (docs/andes.md, "Pacing: the default")."""
     candidate = PacingConfig(
         margin=0.65, order="shortest", between_solves=True, overtake=22, overtake_per_waiting=2
     )

@@ -1,4 +1,4 @@
-"""Prefill is costed per prompt (issue 17): the linear terms and the fixed cost on the batch,
+"""Prefill is costed per prompt: the linear terms and the fixed cost on the batch,
 attention's quadratic on each prompt's own length (and, for a chunk, its cached context).
 
 A batch of k prompts must cost what the profile says for k prompts, not what it says for one
@@ -75,7 +75,7 @@ def test_k_prompts_cost_what_the_roofline_says_for_k_prompts(name: str) -> None:
 
 
 def test_the_issues_example_on_the_default_profile() -> None:
-    """Issue 17: 100 prompts of 2,000 tokens were charged as one of 200,000 (107 s); costed
+    """100 prompts of 2,000 tokens were once charged as one of 200,000 (107 s); costed
     per prompt they take about 38 s, which is 100 x (one prompt's time minus the shared
     iteration cost)."""
     p = PROFILES["llama-3.1-70b"]

@@ -83,13 +83,19 @@ def register(group: typer.Typer) -> None:
         as_recorded: Annotated[
             bool, typer.Option(help="With --trace: replay it at its recorded rate")
         ] = False,
+        decision_log: Annotated[
+            Path | None,
+            typer.Option(help="Write every scheduling decision here (JSON lines)"),
+        ] = None,
     ) -> None:
         """Simulate one policy on one workload and print QoE, TTFT, TDS and queue statistics."""
+        from kairos.andes.decisions import CODEC, SYSTEM
         from kairos.andes.latency import load_profile
         from kairos.andes.operating_point import find_load
         from kairos.andes.policies.registry import make_policy
         from kairos.andes.simulator import simulate
         from kairos.andes.workload import SimPoint, average_rate, build_trace
+        from kairos.decisions import DecisionLog
         from kairos.experiments.sweep import file_digest
         from kairos.report import print_table, save_line_plot, write_result
         from kairos.workloads import TraceFormatError
@@ -144,7 +150,18 @@ def register(group: typer.Typer) -> None:
         except (ValueError, FileNotFoundError, TraceFormatError) as exc:
             console.print(f"[red]error:[/red] {config_error(exc)}")
             raise typer.Exit(2) from None
-        res = simulate(pol, lat, tr, sp)
+        if decision_log is None:
+            res = simulate(pol, lat, tr, sp)
+        else:
+            meta = {"mode": "simulate", "point": point.model_dump(mode="json")}
+            try:
+                log = DecisionLog(decision_log, CODEC, SYSTEM, meta)
+            except OSError as exc:
+                console.print(f"[red]error:[/red] --decision-log {decision_log}: {exc}")
+                raise typer.Exit(2) from None
+            with log:
+                res = simulate(pol, lat, tr, sp, recorder=log)
+            console.print(f"{log.count} decisions in {decision_log}")
         summary = res.summary() | {"rate": average_rate(point)}
         where = f", load {point.load_factor:.3g} x sustainable" if point.load_factor else ""
         print_table([summary], title=f"{policy} on {lat.name}: {len(tr)} requests{where}")
@@ -230,7 +247,8 @@ def register(group: typer.Typer) -> None:
         Give it the cache shape you serve with: the grid fills that cache, and a small cache
         decodes faster per token than a large one."""
         from kairos.andes.engine.config import EngineConfig
-        from kairos.andes.engine.engine import LLMEngine, provisional_profile
+        from kairos.andes.engine.cpu import build_engine
+        from kairos.andes.engine.engine import provisional_profile
         from kairos.andes.engine.profiler import fit, measure
         from kairos.report import print_table
 
@@ -248,7 +266,7 @@ def register(group: typer.Typer) -> None:
         except ValueError as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from None
-        engine = LLMEngine(cfg, latency=provisional_profile(cfg))
+        engine = build_engine(cfg, latency=provisional_profile(cfg))
         measured = measure(engine, quick=quick)
         prof = fit(engine, *measured)
         dec = measured[0]

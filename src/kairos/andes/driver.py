@@ -2,7 +2,11 @@
 
 Every iteration the scheduler decides (`schedule(now)`), the worker carries the decision out,
 and the scheduler records what happened (`update_from_output(out, now, stopped)`) when the
-iteration ends. The simulator is this driver on a `SimClock` with a worker that only charges
+iteration ends; the next decision is made at that same instant, under the same hold of the
+lock, so a request added from another thread is either seen by both or by neither, and a
+replay on simulated time (where an instant has no duration) meets the same state. With a
+`recorder` each decision is recorded as its plain record (kairos.andes.decisions) with the
+time it was made. The simulator is this driver on a `SimClock` with a worker that only charges
 the latency profile's time; the server is this driver on an `AsyncioClock` in the engine's
 thread with the torch engine as the worker, which really computes (its iteration ends as soon
 as it returns). A test runs both on one seed and checks they decide the same.
@@ -22,6 +26,7 @@ from typing import Any, Protocol
 
 from kairos.andes.request import Request
 from kairos.andes.scheduler import Scheduler, SchedulerOutput
+from kairos.decisions import Recorder
 from kairos.sim import Clock, Timers
 
 
@@ -57,14 +62,16 @@ class Driver:
         lock: contextlib.AbstractContextManager[Any] | None = None,
         on_decision: DecisionHook | None = None,
         on_error: Callable[[BaseException], None] | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         """`lock` guards the scheduler while it changes (other threads add and abort);
         `on_error`: what to do when the worker fails an iteration (the loop then goes on);
-        without it the failure propagates."""
+        without it the failure propagates. `recorder` gets every decision's record."""
         self.scheduler, self.worker = scheduler, worker
         self.clock = clock
         self.lock = lock or contextlib.nullcontext()
         self.on_decision, self.on_error = on_decision, on_error
+        self.recorder = recorder
         self.busy = False  # an iteration is under way or about to start
         self.iterations = 0
 
@@ -102,21 +109,25 @@ class Driver:
             self._iterate()
 
     # -- one iteration ----------------------------------------------------------------------
-    def decide(self) -> SchedulerOutput | None:
+    def decide(self, now: float | None = None) -> SchedulerOutput | None:
+        """The next iteration's decision, made at `now` (default: the clock's now)."""
         with self.lock:
-            out = self.scheduler.schedule(self.clock.now())
+            t = self.clock.now() if now is None else now
+            out = self.scheduler.schedule(t)
+        if self.recorder is not None:  # every decision, "nothing to run" too: the policy was
+            self.recorder.record(t, out.decision())  # asked, and a replay must ask it then
         if out.is_empty and not out.block_copies:
             if out.finished:  # stopped inside schedule (outgrew the cache): report them
-                self.complete(out, Executed())
+                self.complete(out, Executed(), t)
             return None
         self.iterations += 1
         if self.on_decision is not None:
-            self.on_decision(self.clock.now(), out)
+            self.on_decision(t, out)
         return out
 
-    def complete(self, out: SchedulerOutput, executed: Executed) -> None:
-        t = self.clock.now()
+    def complete(self, out: SchedulerOutput, executed: Executed, now: float | None = None) -> None:
         with self.lock:
+            t = self.clock.now() if now is None else now
             self.scheduler.update_from_output(out, t, executed.stopped)
         self.worker.recorded(out, executed, t)
 
@@ -130,7 +141,9 @@ class Driver:
 
     # -- the loop on the clock --------------------------------------------------------------
     def _iterate(self) -> None:
-        out = self.decide()
+        self._execute(self.decide())
+
+    def _execute(self, out: SchedulerOutput | None) -> None:
         if out is None:
             self.busy = False
             return
@@ -147,8 +160,11 @@ class Driver:
         self._loop_clock().call_at(end, self._end, out, executed)
 
     def _end(self, out: SchedulerOutput, executed: Executed) -> None:
-        self.complete(out, executed)
-        self._iterate()
+        with self.lock:  # the results and the next decision at one instant (module docstring)
+            t = self._clock.now()
+            self.complete(out, executed, t)
+            following = self.decide(t)
+        self._execute(following)
 
     def _loop_clock(self) -> Timers:
         if self._timers is None:

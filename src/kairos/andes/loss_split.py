@@ -2,10 +2,10 @@
 
 Andes' lever is memory: it pauses users with buffered text so that waiting requests get
 their first token sooner. Whether that lever can act depends on why the baseline loses QoE.
-Issue 17's E4 at the paper's FCFS QoE (0.88) on the Llama-3.1-70B profile lost it mostly to
-streams stalling behind prefill-only iterations, with the KV cache never full, and Andes
-never preempted. This module splits each finished request's QoE loss into two
-counterfactuals over its own token timeline:
+E4 at the paper's FCFS QoE (0.88) on the Llama-3.1-70B profile loses it mostly to streams
+stalling behind prefill-only iterations, with the KV cache never full, and Andes never
+preempts (docs/andes.md, "Which regime E4 is in"). This module splits each finished
+request's QoE loss into two counterfactuals over its own token timeline:
 
 - `ttft_only`: every token delivered the instant the first one was (only the first-token
   wait counts). For a lateness `D = max(t_1 - a - T0, 0)` and n tokens this is

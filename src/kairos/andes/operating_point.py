@@ -4,7 +4,7 @@ A load factor is a share of the engine's sustainable rate, so it means the same 
 traces only if that rate is right for each. `kairos.andes.capacity.sustainable_rate` uses the
 mean prompt and output; prefill attention is quadratic per prompt, so for a trace of long
 prompts (thousands of tokens) the prefill of the mean prompt is far below the mean prefill,
-and "load 0.6" was an overload (issue 17: every policy collapsed). Here:
+and "load 0.6" is an overload there (every policy collapses). Here:
 
 - `trace_sustainable_rate`: the same steady-state argument on the trace's whole length
   distribution: each request costs its own prefill, alone (the mean of `prefill_time(p_i)`),

@@ -1,9 +1,11 @@
 """The policy interface: a pure function from a snapshot of the engine to a decision.
 
-The same policy object drives the simulator and the real engine (ARCHITECTURE principle 1).
-It reads the `SchedulerView` it is handed (requests, free KV blocks, the latency model, `now`)
-and returns a `Decision`: which requests to preempt now and in which order to try to admit
-requests. The mechanism (`kairos.andes.scheduler`) carries it out and enforces memory and
+The same policy object drives the simulator and the real engine (docs/architecture.md: one
+driver per system). It reads the `SchedulerView` it is handed (requests, free KV blocks, the
+latency model, `now`) and returns a `Decision`: which requests to preempt now and in which
+order to try to admit requests. The requests are read-only to it (`RequestView`; the table's
+rows are read-only arrays), and a decision names requests only for their ids: the mechanism
+(`kairos.andes.scheduler`) looks each up, carries the decision out and enforces memory and
 batch limits, so a policy can never corrupt engine state.
 """
 
@@ -17,7 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from kairos.andes.latency import LatencyModel
-from kairos.andes.request import Request
+from kairos.andes.request import RequestView
 
 
 class PreemptMode(StrEnum):
@@ -28,16 +30,16 @@ class PreemptMode(StrEnum):
 class TableRows(Protocol):
     """What a policy may read of the scheduler's struct-of-arrays mirror: read-only rows."""
 
-    def rows(self, requests: Sequence[Request]) -> np.ndarray: ...
+    def rows(self, requests: Sequence[RequestView]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
 class SchedulerView:
     now: float
     iteration: int
-    running: Sequence[Request]  # admission order
-    waiting: Sequence[Request]  # queue order (recompute-preempted first, then arrival order)
-    swapped: Sequence[Request]  # swap order
+    running: Sequence[RequestView]  # admission order
+    waiting: Sequence[RequestView]  # queue order (recompute-preempted first, then arrival order)
+    swapped: Sequence[RequestView]  # swap order
     free_blocks: int
     total_blocks: int
     free_cpu_blocks: int
@@ -65,9 +67,9 @@ class Decision:
     requests if a decode step runs out of blocks (default: newest admitted first).
     """
 
-    admit: list[Request] = field(default_factory=list)
-    preempt: list[tuple[Request, PreemptMode]] = field(default_factory=list)
-    victims: list[Request] | None = None
+    admit: list[RequestView] = field(default_factory=list)
+    preempt: list[tuple[RequestView, PreemptMode]] = field(default_factory=list)
+    victims: list[RequestView] | None = None
     stop_at_first_misfit: bool = True
     victim_mode: PreemptMode = PreemptMode.RECOMPUTE  # swap falls back to recompute when full
     solved: bool = False  # the policy ran its optimiser for this decision (reported, not used)
@@ -84,10 +86,10 @@ class Policy(Protocol):
     def decide(self, view: SchedulerView) -> Decision: ...
 
 
-def fcfs_order(view: SchedulerView) -> list[Request]:
+def fcfs_order(view: SchedulerView) -> list[RequestView]:
     """vLLM 0.6's admission order: swapped requests first, then the waiting queue."""
     return [*view.swapped, *view.waiting]
 
 
-def newest_first(view: SchedulerView) -> list[Request]:
+def newest_first(view: SchedulerView) -> list[RequestView]:
     return sorted(view.running, key=lambda r: r.admitted_seq, reverse=True)

@@ -1,15 +1,19 @@
 """A request as the scheduler sees it: prompt, progress, QoE state and KV residency.
 
-The true output length is deliberately absent: the engine (or the simulator, which knows it)
-reports when a request finishes. Policies can only use `max_tokens` as an upper bound.
+This is the one home of a request's state: the scheduler changes it (and marks it changed in
+its numpy mirror, request_table.py, which only copies it); a policy gets the same objects
+typed as `RequestView`, a read-only protocol, so the type checker refuses a policy that
+writes to one. The true output length is deliberately absent: the engine (or the simulator,
+which knows it) reports when a request finishes. Policies can only use `max_tokens` as an
+upper bound.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Protocol
 
 from kairos.andes.qoe import QoETracker
 
@@ -39,8 +43,6 @@ class Request:
     finish_time: float = math.nan
     finish_reason: str = ""
     qoe: QoETracker = field(init=False)
-    # told about every delivered token (the scheduler's numpy mirror listens here)
-    on_change: Callable[[Request], None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.prompt_len < 1:
@@ -72,5 +74,73 @@ class Request:
         self.generated += 1
         self.token_times.append(t)
         self.qoe.deliver(t)
-        if self.on_change is not None:
-            self.on_change(self)
+
+
+class QoEView(Protocol):
+    """What a policy reads of a stream's QoE state."""
+
+    @property
+    def arrival(self) -> float: ...
+
+    @property
+    def ttft(self) -> float: ...
+
+    @property
+    def speed(self) -> float: ...
+
+    @property
+    def k(self) -> int: ...  # tokens delivered
+
+    @property
+    def lag(self) -> float: ...
+
+    @property
+    def lag_sum(self) -> float: ...
+
+    def qoe_at(self, t: float, finished: bool = False) -> float: ...
+
+
+class RequestView(Protocol):
+    """A request as a policy sees it: read-only (kairos.andes.policy)."""
+
+    @property
+    def request_id(self) -> str: ...
+
+    @property
+    def arrival(self) -> float: ...
+
+    @property
+    def prompt_len(self) -> int: ...
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    @property
+    def ttft_s(self) -> float: ...
+
+    @property
+    def tokens_per_s(self) -> float: ...
+
+    @property
+    def status(self) -> Status: ...
+
+    @property
+    def generated(self) -> int: ...
+
+    @property
+    def computed(self) -> int: ...
+
+    @property
+    def admitted_seq(self) -> int: ...
+
+    @property
+    def admitted_at(self) -> float: ...
+
+    @property
+    def context_len(self) -> int: ...
+
+    @property
+    def to_compute(self) -> int: ...
+
+    @property
+    def qoe(self) -> QoEView: ...

@@ -1,9 +1,11 @@
 """Struct-of-arrays mirror of the scheduler's requests, for fast policy snapshots.
 
-Reading ten attributes from a thousand Python objects costs milliseconds; gathering rows of
-numpy arrays costs microseconds. The scheduler marks a request dirty whenever it changes one
-(a token, a status, its prefill progress) and the table copies only the dirty ones when a
-policy asks for a snapshot, so the hot decode loop pays a set insertion per request.
+A request's state lives in its `Request` (and its `QoETracker`); `row` is the one place that
+says what a policy reads of it, as numbers. Reading ten attributes from a thousand Python
+objects costs milliseconds; gathering rows of numpy arrays costs microseconds. The scheduler
+marks a request dirty whenever it changes one (a token, a status, its prefill progress) and
+the table copies only the dirty ones when a policy asks for a snapshot, so the hot decode loop
+pays a set insertion per request.
 """
 
 from __future__ import annotations
@@ -12,12 +14,27 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kairos.andes.request import Request
+from kairos.andes.request import Request, RequestView
 
 COLUMNS = (
     "status", "context", "computed", "arrival", "ttft", "speed", "delivered", "lag", "lag_sum",
     "remaining_cap",
 )  # fmt: skip
+
+
+def row(r: RequestView) -> tuple[float, ...]:
+    """What a policy reads of a request, in `COLUMNS` order."""
+    q = r.qoe
+    return (
+        r.status, r.prompt_len + r.generated, r.computed, q.arrival, q.ttft, q.speed, q.k,
+        q.lag, q.lag_sum, r.max_tokens - r.generated,
+    )  # fmt: skip
+
+
+def rows_of(requests: Sequence[RequestView]) -> np.ndarray:
+    """`row` of each request, read from the objects (a view built without the table)."""
+    data = np.array([row(r) for r in requests], dtype=np.float64)
+    return data.reshape(len(requests), len(COLUMNS))
 
 
 class RequestTable:
@@ -49,14 +66,10 @@ class RequestTable:
     def _flush(self) -> None:
         data = self.data
         for rid, r in self._dirty.items():
-            q = r.qoe
-            data[self.slot[rid]] = (
-                r.status, r.prompt_len + r.generated, r.computed, q.arrival, q.ttft, q.speed,
-                q.k, q.lag, q.lag_sum, r.max_tokens - r.generated,
-            )  # fmt: skip
+            data[self.slot[rid]] = row(r)
         self._dirty.clear()
 
-    def rows(self, requests: Sequence[Request]) -> np.ndarray:
+    def rows(self, requests: Sequence[RequestView]) -> np.ndarray:
         """(len(requests), len(COLUMNS)) current values, in the given order."""
         self._flush()
         idx = np.fromiter(

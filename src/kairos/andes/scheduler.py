@@ -18,10 +18,10 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
+from kairos.andes.decisions import Iteration, Step, Swap
 from kairos.andes.kv_blocks import BlockManager
 from kairos.andes.latency import LatencyModel
 from kairos.andes.policy import Decision, Policy, PreemptMode, SchedulerView
@@ -53,18 +53,34 @@ class ScheduledStep:
 
 @dataclass
 class SchedulerOutput:
+    """The scheduler's side of an iteration (live requests, for recording its results);
+    `decision()` is what the mechanism executes and a decision log holds."""
+
     steps: list[ScheduledStep] = field(default_factory=list)
     swap_in: list[tuple[Request, list[tuple[int, int]]]] = field(default_factory=list)
     swap_out: list[tuple[Request, list[tuple[int, int]]]] = field(default_factory=list)
     recomputed: list[Request] = field(default_factory=list)
     # the swaps above in the order they happened: a block freed by one copy can be the
     # target of the next, so an engine must replay them in this order
-    block_copies: list[tuple[Literal["out", "in"], list[tuple[int, int]]]] = field(
-        default_factory=list
-    )
+    block_copies: list[Swap] = field(default_factory=list)
     decision_s: float = 0.0  # wall time the policy took
     solved: bool = False  # the policy ran its optimiser (so decision_s is a solve time)
     finished: list[Request] = field(default_factory=list)  # stopped here: outgrew the cache
+    _decision: Iteration | None = field(default=None, repr=False, compare=False)
+
+    def decision(self) -> Iteration:
+        """The decision as a plain record, built once on first use (the simulator, which
+        only charges time, never pays for it unless a recorder asks)."""
+        if self._decision is None:
+            self._decision = Iteration(
+                steps=tuple(
+                    Step(s.request.request_id, s.tokens, s.cached, s.samples) for s in self.steps
+                ),
+                preempted=tuple(r.request_id for r in self.recomputed),
+                swaps=tuple(self.block_copies),
+                finished=tuple(r.request_id for r in self.finished),
+            )
+        return self._decision
 
     @property
     def is_empty(self) -> bool:
@@ -149,7 +165,6 @@ class Scheduler:
         self.requests[request.request_id] = request
         self._new[request.request_id] = request
         self.table.add(request)
-        request.on_change = self.table.touch
 
     def finish_requests(
         self, request_ids: Iterable[str], now: float, reason: str = "abort"
@@ -206,7 +221,8 @@ class Scheduler:
         t0 = time.perf_counter()
         decision = self.policy.decide(view)
         out = SchedulerOutput(decision_s=time.perf_counter() - t0, solved=decision.solved)
-        for r, mode in decision.preempt:
+        for v, mode in decision.preempt:
+            r = self.requests[v.request_id]  # the policy named it; the scheduler changes it
             if r.status is Status.RUNNING:
                 self._preempt(r, mode, out)
         self._now = now
@@ -220,15 +236,16 @@ class Scheduler:
         reserve = self._reserve()
         budget = self.config.max_num_batched_tokens
         chunked = self.policy.chunked_prefill
-        for r in decision.admit:
+        for v in decision.admit:
             room = len(self.running) < self.config.max_num_seqs
-            rid = r.request_id
+            rid = v.request_id
+            r = self.requests[rid]
             if r.status is Status.SWAPPED:
                 fits = room and self.blocks.can_swap_in(rid, reserve)
                 if fits:
                     mapping = self.blocks.swap_in(rid)
                     out.swap_in.append((r, mapping))
-                    out.block_copies.append(("in", mapping))
+                    out.block_copies.append(Swap(rid, "in", tuple(mapping)))
                     del self.swapped[rid]
                     self._start(r)
             elif r.status is Status.WAITING:
@@ -282,7 +299,8 @@ class Scheduler:
         self, decoding: list[Request], decision: Decision, out: SchedulerOutput
     ) -> list[ScheduledStep]:
         """Oldest admission first; each takes its block by evicting the policy's victims."""
-        victims = list(decision.victims) if decision.victims is not None else None
+        named = decision.victims
+        victims = [self.requests[v.request_id] for v in named] if named is not None else None
         scheduled: set[str] = set()
         steps: list[ScheduledStep] = []
         for r in decoding:
@@ -335,7 +353,7 @@ class Scheduler:
         if mode is PreemptMode.SWAP and self.blocks.can_swap_out(rid):
             mapping = self.blocks.swap_out(rid)
             out.swap_out.append((r, mapping))
-            out.block_copies.append(("out", mapping))
+            out.block_copies.append(Swap(rid, "out", tuple(mapping)))
             r.status = Status.SWAPPED
             self.swapped[rid] = r
             return
@@ -360,7 +378,7 @@ class Scheduler:
             if r.status is not Status.RUNNING:
                 continue
             r.computed += step.tokens
-            self.table.touch(r)
+            self.table.touch(r)  # read when a policy next asks: the token below included
             if step.samples:
                 r.deliver(now)
                 reason = (

@@ -8,6 +8,7 @@ startup; `kairos andes profile` writes a fuller profile to pass here and to the 
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -49,16 +50,22 @@ def serve_command(
     shutdown_grace_s: Annotated[
         int, typer.Option(help="On SIGTERM, open streams get this long, then a final error event")
     ] = 5,
+    decision_log: Annotated[
+        Path | None,
+        typer.Option(help="Write every scheduling decision here (JSON lines, as they are made)"),
+    ] = None,
 ) -> None:
     """Serve a model with QoE-aware scheduling over an OpenAI-compatible API (and a chat page)."""
     from pydantic import ValidationError
 
+    from kairos.andes.decisions import CODEC, SYSTEM
     from kairos.andes.engine.async_engine import AsyncEngine
     from kairos.andes.engine.config import EngineConfig
     from kairos.andes.engine.profiler import calibrated_engine
     from kairos.andes.server import serve
     from kairos.andes.server.app import create_app
     from kairos.andes.server.settings import ServerSettings
+    from kairos.decisions import DecisionLog
 
     try:
         engine_cfg = EngineConfig.model_validate(
@@ -87,6 +94,18 @@ def serve_command(
                 graceful_shutdown_s=shutdown_grace_s,
             )
         )
+    except (ValidationError, ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/red] {config_error(exc)}", highlight=False)
+        raise typer.Exit(2) from None
+    log = None
+    if decision_log is not None:  # opened first: a path it cannot write fails at once
+        meta = {"mode": "serve", "engine": engine_cfg.model_dump(mode="json")}
+        try:
+            log = DecisionLog(decision_log, CODEC, SYSTEM, meta)
+        except OSError as exc:
+            console.print(f"[red]error:[/red] cannot write the decision log: {exc}")
+            raise typer.Exit(2) from None
+    try:
         # built (and calibrated) on the thread that will run it: one OpenMP team (async_engine.py)
         build = functools.partial(AsyncEngine.build, lambda: calibrated_engine(engine_cfg))
         if profile is None:
@@ -98,9 +117,12 @@ def serve_command(
         else:
             served = build()
     except (ValidationError, ValueError, FileNotFoundError) as exc:
+        if log is not None:
+            log.close()
         console.print(f"[red]error:[/red] {config_error(exc)}", highlight=False)
         raise typer.Exit(2) from None
     engine = served.engine
+    engine.driver.recorder = log  # from here: calibration's iterations are not the service's
     app = create_app(served, settings)
     url = f"http://{host}:{port}"
     console.print(
@@ -108,5 +130,10 @@ def serve_command(
         f"({engine.dtype}), policy [cyan]{policy}[/cyan], profile {engine.latency.name}\n"
         f"  chat page    {url}/\n  OpenAI API   {url}/v1  (models: {url}/v1/models)\n"
         f"  metrics      {url}/metrics"
+        + (f"\n  decisions    {decision_log}" if log is not None else "")
     )
-    serve(app, settings)
+    try:
+        serve(app, settings)
+    finally:
+        if log is not None:
+            log.close()

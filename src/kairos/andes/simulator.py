@@ -24,6 +24,7 @@ from kairos.andes.policy import Policy
 from kairos.andes.qoe import ttft_target
 from kairos.andes.request import Request, Status
 from kairos.andes.scheduler import Scheduler, SchedulerConfig, SchedulerOutput
+from kairos.decisions import Recorder
 from kairos.sim import EventLoop, SimClock
 from kairos.workloads import Trace
 
@@ -88,8 +89,8 @@ class SimWorker:
         self.count_decision_time = count_decision_time
         self.output_lens: dict[str, int] = {}
         self._last_batch: tuple[str, ...] | None = None  # the last iteration's decode batch
-        # engine time, and the part of it in iterations that prefilled (the regime: issue 17's
-        # E4 on Llama-3.1-70B spends two thirds of it on prefills; streams stall behind them)
+        # engine time, and the part of it in iterations that prefilled (which regime a run is
+        # in: where prefills take most of it, streams stall behind them)
         self.busy_s = 0.0
         self.prefill_busy_s = 0.0
 
@@ -130,12 +131,17 @@ class Simulator:
         stats_interval_s: float = 1.0,
         max_time_s: float | None = None,
         on_decision: DecisionHook | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.loop = EventLoop()
         self.scheduler = Scheduler(policy, latency, config)
         self.worker = SimWorker(latency, count_decision_time)
         self.driver = Driver(
-            self.scheduler, self.worker, SimClock(self.loop), on_decision=self._decided
+            self.scheduler,
+            self.worker,
+            SimClock(self.loop),
+            on_decision=self._decided,
+            recorder=recorder,
         )
         self.on_decision = on_decision
         self.latency = latency

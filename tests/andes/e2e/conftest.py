@@ -8,6 +8,7 @@ import pytest
 
 from kairos.andes.engine.async_engine import AsyncEngine
 from kairos.andes.engine.config import EngineConfig
+from kairos.andes.engine.cpu import build_engine
 from kairos.andes.engine.engine import LLMEngine
 from kairos.andes.latency import LinearProfile
 from kairos.andes.server.app import create_app
@@ -27,7 +28,7 @@ def engine(policy: str = "andes", blocks: int = BLOCKS) -> LLMEngine:
         kv_capacity=blocks * 16,
         swap_capacity=128 * 16,
     )
-    return LLMEngine(
+    return build_engine(
         EngineConfig(
             num_gpu_blocks=blocks,
             num_cpu_blocks=128,

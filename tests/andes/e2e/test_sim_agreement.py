@@ -1,4 +1,4 @@
-"""The real stack on the wall clock against the simulator's prediction (issue 12, must-show 1).
+"""The real stack on the wall clock against the simulator's prediction.
 
 `kairos serve` (the Andes driver on its engine thread, the torch engine as its worker) is
 measured for its latency profile, loaded with a bursty `kairos bench` workload over HTTP,

@@ -9,6 +9,7 @@ import torch
 
 from kairos.andes.engine.api import QoESpec, SamplingParams
 from kairos.andes.engine.config import EngineConfig, ModelConfig, SplitProducts
+from kairos.andes.engine.cpu import CpuHook, build_engine
 from kairos.andes.engine.engine import LLMEngine
 from kairos.andes.engine.model import LlamaForCausalLM
 from kairos.andes.engine.weights import random_model
@@ -80,12 +81,19 @@ def make_engine(
         adaptive_lanes=adaptive_lanes,
         split_products=split_products,
     )
-    return LLMEngine(
+    return build_engine(
         cfg,
         model=tiny_model(seed).to(getattr(torch, dtype)),
         latency=flat_profile(blocks * 16, cpu_blocks * 16),
         policy=policy_obj,
     )
+
+
+def hook_of(engine: LLMEngine) -> CpuHook:
+    """The engine's CPU hook (its staging, lanes and split-product counters and choices)."""
+    hook = engine.runner.hook
+    assert isinstance(hook, CpuHook)
+    return hook
 
 
 def drive(

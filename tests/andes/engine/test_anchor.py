@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from kairos.andes.engine.anchor import (
+from benchmarks.engine_anchor import (
     ANCHOR_MODEL,
     CpuSampler,
     mixed_requests,
@@ -21,6 +20,7 @@ from kairos.andes.engine.anchor import (
     transformers_model,
     write_checkpoint,
 )
+
 from kairos.andes.engine.weights import random_model
 
 TINY = ANCHOR_MODEL.model_copy(

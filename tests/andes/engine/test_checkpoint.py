@@ -11,7 +11,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from kairos.andes.engine.api import SamplingParams
 from kairos.andes.engine.config import EngineConfig, ModelConfig
-from kairos.andes.engine.engine import LLMEngine
+from kairos.andes.engine.cpu import build_engine
 from kairos.andes.engine.weights import load_checkpoint, save_checkpoint
 
 from .conftest import TINY, flat_profile, tiny_model
@@ -70,7 +70,7 @@ def test_checkpoint_round_trip_serves_same_tokens(tmp_path: Path, qwen: bool) ->
     ids = torch.tensor(tok.encode("the lazy fox").ids)
     torch.testing.assert_close(loaded.dense_logits(ids), model.dense_logits(ids))
 
-    engine = LLMEngine(
+    engine = build_engine(
         EngineConfig(model=str(tmp_path), dtype="float64", num_gpu_blocks=64, max_model_len=256),
         latency=flat_profile(1024, 8192),
     )
@@ -79,7 +79,7 @@ def test_checkpoint_round_trip_serves_same_tokens(tmp_path: Path, qwen: bool) ->
     prompt = engine.tokenizer.encode("hello world")
     assert prompt == tok.encode("hello world").ids
     out = engine.generate([prompt], SamplingParams(max_tokens=8, temperature=0, ignore_eos=True))
-    ref_engine = LLMEngine(
+    ref_engine = build_engine(
         EngineConfig(dtype="float64", num_gpu_blocks=64, max_model_len=256),
         model=model,
         latency=flat_profile(1024, 8192),

@@ -19,7 +19,7 @@ from kairos.andes.engine.kv_cache import KVCache
 from kairos.andes.policies.fcfs import FCFSPolicy
 from kairos.andes.policy import Decision, PreemptMode, SchedulerView
 
-from .conftest import TINY, drive, make_engine, tiny_model
+from .conftest import TINY, drive, hook_of, make_engine, tiny_model
 
 GREEDY = SamplingParams(max_tokens=24, temperature=0, ignore_eos=True)
 
@@ -161,7 +161,7 @@ def test_staged_decode_contexts_change_no_token(policy: str, blocks: int) -> Non
 
     def run(stage: bool) -> tuple[list[list[int]], dict[str, int]]:
         engine = make_engine(blocks=blocks, policy=policy, max_model_len=224, stage_decodes=stage)
-        return drive(engine, ps, params), dict(engine.runner.stage_counts)
+        return drive(engine, ps, params), dict(hook_of(engine).stage_counts)
 
     gathered, plain_counts = run(False)
     staged, counts = run(True)

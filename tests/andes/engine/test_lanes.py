@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from kairos.andes.engine.api import QoESpec, SamplingParams
-from kairos.andes.engine.lanes import DecodeLanes
-from kairos.andes.engine.path_choice import PathChoice
+from kairos.andes.engine.cpu.lanes import DecodeLanes
+from kairos.andes.engine.cpu.path_choice import PathChoice
 
-from .conftest import drive, make_engine
+from .conftest import drive, hook_of, make_engine
 from .test_correctness import prompts
 
 QOE = QoESpec(ttft_s=1.0, tokens_per_s=5.0)
@@ -51,11 +51,11 @@ def test_lanes_change_no_token(policy: str, blocks: int, stage: bool, lanes: int
     split = engine(lanes)
     assert drive(split, ps, params, QOE) == reference
     assert [len(t) for t in reference] == [p.max_tokens for p in params]
-    assert whole.runner.lane_iterations == 0
+    assert hook_of(whole).lane_iterations == 0
     # decode iterations with at least 2 rows per lane run split: from 10 rows down to 2*lanes
-    assert split.runner.lane_iterations > 40
+    assert hook_of(split).lane_iterations > 40
     if stage:  # each lane reuses its own staged contexts
-        counts = split.runner.stage_counts
+        counts = hook_of(split).stage_counts
         assert counts["reuse"] > 2 * counts["fill"] > 0
 
 
@@ -72,10 +72,10 @@ def test_switching_between_lanes_and_one_pass_changes_no_token() -> None:
     choice.record = lambda lanes, seconds, rows: PathChoice.record(  # type: ignore[method-assign]
         choice, lanes, 1.0 if lanes == choice.on_candidate else 0.5, rows
     )  # the path not in use always measures faster: it switches after every probe
-    engine.runner.lane_choice = choice
+    hook_of(engine).lane_choice = choice
     assert drive(engine, ps, params, QOE) == reference
     assert choice.switches > 10
-    assert engine.runner.lane_iterations > 10
+    assert hook_of(engine).lane_iterations > 10
 
 
 def test_path_choice_keeps_the_faster_path_and_probes_the_other() -> None:
@@ -120,7 +120,7 @@ def test_sampled_text_is_unchanged_by_lanes() -> None:
     whole = drive(make_engine(decode_lanes=0), ps, params, QOE)
     split_engine = make_engine(decode_lanes=2, adaptive_lanes=False)
     assert drive(split_engine, ps, params, QOE) == whole
-    assert split_engine.runner.lane_iterations > 0
+    assert hook_of(split_engine).lane_iterations > 0
 
 
 def test_lane_threads_run_at_once_with_one_intra_op_thread_each() -> None:

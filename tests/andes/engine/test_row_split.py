@@ -11,13 +11,13 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kairos.andes.engine import row_split
 from kairos.andes.engine.api import QoESpec, SamplingParams
 from kairos.andes.engine.config import SplitProducts
-from kairos.andes.engine.path_choice import PathChoice
-from kairos.andes.engine.row_split import blocks_for, linear, linear_add
+from kairos.andes.engine.cpu import row_split
+from kairos.andes.engine.cpu.path_choice import PathChoice
+from kairos.andes.engine.cpu.row_split import blocks_for, linear, linear_add
 
-from .conftest import drive, make_engine
+from .conftest import drive, hook_of, make_engine
 from .test_correctness import prompts
 
 QOE = QoESpec(ttft_s=1.0, tokens_per_s=5.0)
@@ -139,9 +139,9 @@ def test_the_engine_splits_by_its_setting_and_no_token_changes(
     def run(setting: SplitProducts, choice: PathChoice | None = None):  # type: ignore[no-untyped-def]
         engine = make_engine(dtype="float32", split_products=setting)
         if choice is not None:
-            engine.runner.split_choice = choice
+            hook_of(engine).split_choice = choice
         splits[0] = 0
-        return drive(engine, ps, params, QOE), engine.runner, splits[0]
+        return drive(engine, ps, params, QOE), hook_of(engine), splits[0]
 
     reference, off, n_off = run("off")
     assert n_off == 0 and off.split_iterations == 0 and off.split_choice is None

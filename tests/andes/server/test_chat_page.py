@@ -1,4 +1,4 @@
-"""The chat page's key, error and token-count states (issue 13, defect 10), in headless
+"""The chat page's key, error and token-count states, in headless
 chromium against the real server with the built-in model on a real socket.
 
 Before the fix the page left the model list at "(loading)" with Send enabled when the server

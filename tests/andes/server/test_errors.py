@@ -203,9 +203,8 @@ def test_unknown_top_level_fields_are_ignored(live: Live) -> None:
 
 
 def test_requests_still_uploading_do_not_count_towards_the_overload_bound(serve: Serve) -> None:
-    """Issue 13, defect 3 (this test asserted the opposite before): a body still on its way in
-    is not queued work, so a slow upload cannot turn a complete request away; it counts only
-    once it is received in full."""
+    """A body still on its way in is not queued work, so a slow upload cannot turn a
+    complete request away; it counts only once it is received in full."""
     live = serve(ServerSettings(max_waiting=1))
     raw = json.dumps(chat_body()).encode()
 

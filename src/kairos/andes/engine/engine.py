@@ -16,6 +16,7 @@ provisional one: `kairos.andes.engine.profiler.calibrated_engine` measures the r
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import deque
@@ -30,7 +31,7 @@ from kairos.andes.engine.api import EngineStats, QoESpec, SamplingParams, TokenE
 from kairos.andes.engine.config import BUILTIN_NAME, EngineConfig
 from kairos.andes.engine.kv_cache import KVCache
 from kairos.andes.engine.model import LlamaForCausalLM
-from kairos.andes.engine.runner import ModelRunner
+from kairos.andes.engine.runner import HookFactory, ModelRunner
 from kairos.andes.engine.tokenizer import ByteTokenizer, Detokenizer, HFTokenizer, Tokenizer
 from kairos.andes.engine.weights import load_checkpoint, random_model
 from kairos.andes.iteration import iteration_time
@@ -115,8 +116,11 @@ class LLMEngine:
         latency: LatencyModel | None = None,
         policy: Policy | None = None,
         clock: WallClock | None = None,
+        runner_hook: HookFactory | None = None,
     ) -> None:
-        """`policy` overrides `config.policy` with any object of the policy interface."""
+        """`policy` overrides `config.policy` with any object of the policy interface.
+        `runner_hook` builds the runner's hook for the settings and device (on a CPU:
+        kairos.andes.engine.cpu.cpu_hook, which `build_engine` there passes)."""
         self.config = cfg = config or EngineConfig()
         self._policy = policy
         self.device = resolve_device(cfg.device)
@@ -138,17 +142,8 @@ class LLMEngine:
             self.dtype,
             self.device,
         )
-        stage = cfg.stage_decodes if cfg.stage_decodes is not None else self.device.type == "cpu"
-        lanes = cfg.decode_lanes if self.device.type == "cpu" else 0
-        self.runner = ModelRunner(
-            self.model,
-            self.cache,
-            self.device,
-            stage_decodes=stage,
-            lanes=lanes,
-            adaptive_lanes=cfg.adaptive_lanes,
-            split_products=cfg.split_products if self.device.type == "cpu" else "off",
-        )
+        hook = runner_hook(cfg, self.model, self.cache, self.device) if runner_hook else None
+        self.runner = ModelRunner(self.model, self.cache, self.device, hook)
         self.lock = threading.RLock()
         self.seqs: dict[str, Sequence_] = {}
         self.counters = Counters()
@@ -263,16 +258,22 @@ class LLMEngine:
 
     def execute(self, out: SchedulerOutput) -> ModelIteration:
         t0 = time.perf_counter()
+        decision = out.decision()  # what the runner executes (and a decision log holds)
         with self.lock:
-            self.counters.preemptions += len(out.recomputed) + len(out.swap_out)
+            self.counters.preemptions += len(decision.preempted) + len(out.swap_out)
+            if any(s.request_id not in self.seqs for s in decision.steps):
+                # aborted from another thread since the decision: its blocks are free and
+                # its token would be dropped, so it is not computed
+                live = tuple(s for s in decision.steps if s.request_id in self.seqs)
+                decision = dataclasses.replace(decision, steps=live)
             block_tables = self.scheduler.blocks.tables
             tables, tokens, params, generators = {}, {}, {}, {}
-            for rid in (s.request.request_id for s in out.steps):
+            for rid in (s.request_id for s in decision.steps):
                 seq = self.seqs[rid]
                 tables[rid] = list(block_tables[rid])  # copies: another thread may add/abort
                 tokens[rid], params[rid], generators[rid] = seq.token_ids, seq.params, seq.generator
         t1 = time.perf_counter()
-        new = self.runner.execute(out, tokens, tables, params, generators)
+        new = self.runner.execute(decision, tokens, tables, params, generators)
         t2 = time.perf_counter()
         with self.lock:
             done = self._take(new)

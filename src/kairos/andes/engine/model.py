@@ -3,19 +3,49 @@ SwiGLU.
 
 Parameter names follow Hugging Face's `LlamaForCausalLM` / `Qwen2ForCausalLM` so a checkpoint's
 safetensors load by name. The forward pass takes one flat batch of tokens with their absolute
-positions and an `AttentionBatch` saying where their keys and values live.
+positions and an `AttentionBatch` saying where their keys and values live. Its matrix
+products go through `Products` (plain torch ops unless a runner hook puts in others that
+compute the same, as engine/cpu/row_split.py does).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from kairos.andes.engine.attention import AttentionBatch, paged_attention
 from kairos.andes.engine.config import ModelConfig
 from kairos.andes.engine.kv_cache import LayerKV
 from kairos.andes.engine.rope import RotaryEmbedding, apply_rope
-from kairos.andes.engine.row_split import linear, linear_add, project
+
+
+def _linear(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
+) -> torch.Tensor:
+    return F.linear(x, weight, bias)
+
+
+def _linear_add(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """`residual + F.linear(x, weight)`: the residual add riding on the product."""
+    return torch.addmm(residual, x, weight.t())
+
+
+@dataclass(frozen=True)
+class Products:
+    """`linear(x, weight, bias=None)` as `F.linear`, and `linear_add(residual, x, weight)`."""
+
+    linear: Callable[..., torch.Tensor] = _linear
+    linear_add: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] = _linear_add
+
+    def project(self, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x, layer.weight, layer.bias)
+
+
+PLAIN = Products()
 
 
 class RMSNorm(nn.Module):
@@ -46,6 +76,7 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=bias)
         self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=False)
         self._qkv: tuple[torch.Tensor, torch.Tensor | None] | None = None
+        self.products = PLAIN
         self._split = [self.heads * self.head_dim, *[self.kv_heads * self.head_dim] * 2]
 
     def fuse(self) -> None:
@@ -71,17 +102,21 @@ class Attention(nn.Module):
         """`residual + attention(x)`: the add rides on the output projection (one addmm)."""
         t = x.shape[0]
         if self._qkv is not None:  # rotate q and k together: one set of elementwise ops
-            qkv = linear(x, *self._qkv)
+            qkv = self.products.linear(x, *self._qkv)
             qk_dim = (self.heads + self.kv_heads) * self.head_dim
             qk = apply_rope(qkv[:, :qk_dim].view(t, -1, self.head_dim), *rope)
             q, k = qk[:, : self.heads], qk[:, self.heads :]
             v = qkv[:, qk_dim:].view(t, self.kv_heads, self.head_dim)
         else:
-            q = apply_rope(project(self.q_proj, x).view(t, self.heads, self.head_dim), *rope)
-            k = apply_rope(project(self.k_proj, x).view(t, self.kv_heads, self.head_dim), *rope)
-            v = project(self.v_proj, x).view(t, self.kv_heads, self.head_dim)
+            q = apply_rope(
+                self.products.project(self.q_proj, x).view(t, self.heads, self.head_dim), *rope
+            )
+            k = apply_rope(
+                self.products.project(self.k_proj, x).view(t, self.kv_heads, self.head_dim), *rope
+            )
+            v = self.products.project(self.v_proj, x).view(t, self.kv_heads, self.head_dim)
         out = paged_attention(q, k, v, batch, kv).reshape(t, self.heads * self.head_dim)
-        return linear_add(residual, out, self.o_proj.weight)
+        return self.products.linear_add(residual, out, self.o_proj.weight)
 
 
 class MLP(nn.Module):
@@ -91,6 +126,7 @@ class MLP(nn.Module):
         self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
         self._gate_up: torch.Tensor | None = None
+        self.products = PLAIN
 
     def fuse(self) -> None:
         """One gate|up matmul (vLLM's MergedColumnParallelLinear); parameters become views."""
@@ -101,11 +137,13 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         """`residual + mlp(x)`, the add riding on the down projection."""
         if self._gate_up is None:
-            act = nn.functional.silu(project(self.gate_proj, x)) * project(self.up_proj, x)
+            act = nn.functional.silu(
+                self.products.project(self.gate_proj, x)
+            ) * self.products.project(self.up_proj, x)
         else:
-            gate, up = linear(x, self._gate_up).chunk(2, dim=-1)
+            gate, up = self.products.linear(x, self._gate_up).chunk(2, dim=-1)
             act = nn.functional.silu(gate) * up
-        return linear_add(residual, act, self.down_proj.weight)
+        return self.products.linear_add(residual, act, self.down_proj.weight)
 
 
 class DecoderLayer(nn.Module):
@@ -143,9 +181,18 @@ class LlamaForCausalLM(nn.Module):
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
+        self.products = PLAIN
         self.rope = RotaryEmbedding(
             cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings, cfg.rope_scaling
         )
+
+    def use_products(self, products: Products) -> LlamaForCausalLM:
+        """Every product of the model through `products` from now on."""
+        self.products = products
+        for layer in self.model.layers:
+            assert isinstance(layer, DecoderLayer)
+            layer.self_attn.products = layer.mlp.products = products
+        return self
 
     def fuse(self) -> LlamaForCausalLM:
         """Fuse projections for serving (call after the weights and dtype are final)."""
@@ -167,7 +214,7 @@ class LlamaForCausalLM(nn.Module):
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The vocabulary projection of final-norm rows: [S, vocab]."""
-        return project(self.lm_head, hidden)
+        return self.products.project(self.lm_head, hidden)
 
     def hidden(
         self,

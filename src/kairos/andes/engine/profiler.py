@@ -183,9 +183,9 @@ def calibrated_engine(config: EngineConfig, **kwargs: Any) -> LLMEngine:
     """An engine with a latency profile: the config's (or the one passed as `latency=`), else
     one measured now on this machine (a few seconds). Measuring runs real iterations, so it
     happens here, before serving, and never inside the engine's constructor."""
-    from kairos.andes.engine.engine import LLMEngine
+    from kairos.andes.engine.cpu import build_engine
 
-    engine = LLMEngine(config, **kwargs)
+    engine = build_engine(config, **kwargs)
     if engine.provisional:
         engine.use_latency(calibrate(engine, quick=True))
     return engine

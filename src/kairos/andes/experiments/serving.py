@@ -75,12 +75,12 @@ def _engine_args(cfg: ServingConfig) -> dict[str, Any]:
 
 def fit_engine_profile(cfg: ServingConfig, path: Path) -> Any:
     from kairos.andes.engine.config import EngineConfig
-    from kairos.andes.engine.engine import LLMEngine
+    from kairos.andes.engine.cpu import build_engine
     from kairos.andes.engine.profiler import calibrate
 
     # measure with the served cache: the profiler's grid then covers the batches and
     # contexts that fit it, where the served engine runs
-    engine = LLMEngine(EngineConfig(device="cpu", profile=None, **_engine_args(cfg)))
+    engine = build_engine(EngineConfig(device="cpu", profile=None, **_engine_args(cfg)))
     profile = calibrate(engine, quick=cfg.profile_quick)  # describes the served cache
     path.parent.mkdir(parents=True, exist_ok=True)
     profile.save(path)

@@ -48,7 +48,7 @@ from kairos.andes.policy import (
     fcfs_order,
     newest_first,
 )
-from kairos.andes.request import Request
+from kairos.andes.request import RequestView
 from kairos.cli_utils import Settings
 
 
@@ -85,7 +85,7 @@ class AndesConfig(Settings):
     starvation_vs_queue: float | None = Field(2.0, ge=0)  # ... and overdue > this x queue's mean
     starvation_boost: bool = False  # starved also rank first in the knapsack (makes room)
     # buffer-paced admission (policies/pacer.py, policies/pacing.py), by default shortest
-    # prompt first with bounded overtaking (issue 17's E4 candidate); None: off (the paper's)
+    # prompt first with bounded overtaking (measured best at E4); None: off (the paper's)
     pacing: PacingConfig | None = Field(default_factory=PacingConfig)
 
 
@@ -142,7 +142,7 @@ class AndesPolicy:
         decision.solved = True  # the scheduler times it: a policy reads no clock
         return decision
 
-    def _between_solves(self, view: SchedulerView) -> list[Request]:
+    def _between_solves(self, view: SchedulerView) -> list[RequestView]:
         """Admissions between solves: none without pacing (the batch is held); paced, the
         queue as the buffers allow, or, where the objective decides who waits (`perfect`,
         `admits_queue_between_solves`), only what the last solve chose and pacing held."""

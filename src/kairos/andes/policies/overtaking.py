@@ -14,7 +14,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from kairos.andes.request import Request, Status
+from kairos.andes.request import RequestView, Status
 
 
 class OvertakeCount:
@@ -28,7 +28,7 @@ class OvertakeCount:
         self._waiting: dict[str, float] = {}  # id -> arrival, fresh prompts last seen waiting
         self.count: dict[str, int] = {}
 
-    def observe(self, waiting: Sequence[Request]) -> None:
+    def observe(self, waiting: Sequence[RequestView]) -> None:
         now = {r.request_id: r.arrival for r in waiting if _fresh(r)}
         started = sorted(a for i, a in self._waiting.items() if i not in now)
         if started:
@@ -49,5 +49,5 @@ class OvertakeCount:
         return frozenset(i for i, n in self.count.items() if n > bound)
 
 
-def _fresh(r: Request) -> bool:
+def _fresh(r: RequestView) -> bool:
     return r.status is Status.WAITING and r.generated == 0

@@ -1,13 +1,12 @@
 """Andes' pacing settings (`PacingConfig`) and their application to each decision (`Pacer`).
 
 Pacing (policies/pacing.py) holds a prefill until the running users' buffered text covers
-it, so streams do not stall behind prefill-only iterations; at issue 17's E4 point that is
-where FCFS loses 90% of its QoE. `PacingConfig()` is the setting docs/andes.md measured as
-the candidate: margin 0.65, shortest prefill first, admitting between solves, and bounded
-overtaking (22 later prompts, or 2x the prompts waiting) as its aging rule. At E4 (Llama-
-3.1-70B, FCFS 0.887, seeds 0-2) it gave average QoE 0.956, +24 points at QoE 0.95, mean
-TTFT 0.98x and max TTFT 1.98x FCFS's; under bursts (E2, E3, capacity) it is above the
-unpaced Andes. `AndesConfig.pacing` None: no pacing (the paper's Andes).
+it, so streams do not stall behind prefill-only iterations; at E4's point that is where
+FCFS loses most of its QoE. `PacingConfig()` is the setting docs/andes.md measured best
+("Pacing: the default"): margin 0.65, shortest prefill first, admitting between solves, and
+bounded overtaking (22 later prompts, or 2x the prompts waiting) as its aging rule; the
+measurements at E4 and under bursts are there. `AndesConfig.pacing` None: no pacing (the
+paper's Andes).
 
 Options the docs measured as losers were removed: paced prefill chunks (each chunk pays the
 prefill iteration's fixed cost: the same frontier or worse), highest-response-ratio order
@@ -24,7 +23,7 @@ from pydantic import ConfigDict, Field
 from kairos.andes.policies.overtaking import OvertakeCount
 from kairos.andes.policies.pacing import pace_admissions, paced_order, with_aged
 from kairos.andes.policy import SchedulerView
-from kairos.andes.request import Request
+from kairos.andes.request import RequestView
 from kairos.cli_utils import Settings
 
 
@@ -69,7 +68,7 @@ class Pacer:
         if self.config.overtake is not None:
             self._overtaken.observe(view.waiting)
 
-    def admit(self, view: SchedulerView, admit: list[Request]) -> list[Request]:
+    def admit(self, view: SchedulerView, admit: list[RequestView]) -> list[RequestView]:
         """The decision's admissions, overdue prompts first (and added, with `aged_always`),
         in the configured order, cut before the first prefill the buffers cannot absorb."""
         cfg = self.config

@@ -1,10 +1,10 @@
 """Buffer-paced admission: start a prefill only when every streaming user's text covers it.
 
 On vLLM 0.6's prefill-only iterations every running stream gets no token while a prefill
-runs. Issue 17's E4 on Llama-3.1-70B (FCFS at the paper's 0.88) lost 90% of FCFS's QoE to
-those stalls, with the KV cache never full, so Andes' memory lever never acted. A user with
-buffered text does not notice a stall shorter than the buffer: a user who has `k` tokens
-with lag `D` runs dry at `a + T0 + k/s + D` (the ideal time of token k+1 plus the lag). So
+runs. E4 on Llama-3.1-70B (FCFS at the paper's 0.88) loses most of FCFS's QoE to those
+stalls, with the KV cache never full, so Andes' memory lever never acts (docs/andes.md). A
+user with buffered text does not notice a stall shorter than the buffer: a user who has `k`
+tokens with lag `D` runs dry at `a + T0 + k/s + D` (the ideal time of token k+1 plus the lag). So
 admissions are cut, in their priority order, before the first prefill (a new prompt, or a
 recompute restore) that would make the iteration's prefill time, times `margin`, exceed the
 smallest such slack among the running streams. Decode iterations in between refill the
@@ -31,10 +31,10 @@ import math
 from collections.abc import Sequence
 
 from kairos.andes.policy import SchedulerView
-from kairos.andes.request import Request, Status
+from kairos.andes.request import RequestView, Status
 
 
-def buffered_slack(running: Sequence[Request], now: float) -> float:
+def buffered_slack(running: Sequence[RequestView], now: float) -> float:
     """Seconds until the first running stream's user runs out of delivered text (infinite
     when no running stream has delivered a token)."""
     slack = math.inf
@@ -47,13 +47,13 @@ def buffered_slack(running: Sequence[Request], now: float) -> float:
 
 def pace_admissions(
     view: SchedulerView,
-    admit: list[Request],
+    admit: list[RequestView],
     margin: float,
     starve_after: float | None = None,
     starve_after_s: float | None = None,
     aged_together: bool = False,
     aged_ids: frozenset[str] = frozenset(),
-) -> list[Request]:
+) -> list[RequestView]:
     """`admit` cut before the first prefill whose iteration would outlast the buffers. With
     `aged_together`, once a prompt overdue by `starve_after` TTFT targets (or `starve_after_s`
     seconds, or named in `aged_ids`: bounded overtaking, policies/overtaking.py) fits, the
@@ -68,7 +68,7 @@ def pace_admissions(
             [r.to_compute for r in prefills], [r.computed for r in prefills]
         ).tolist()
     )  # each prefill's iteration with every prefill admitted before it
-    out: list[Request] = []
+    out: list[RequestView] = []
     aged_in = False  # an overdue prompt got in: with `aged_together` its peers follow
     for r in admit:
         if r.status is Status.WAITING:
@@ -85,11 +85,11 @@ def pace_admissions(
 
 def with_aged(
     view: SchedulerView,
-    admit: Sequence[Request],
+    admit: Sequence[RequestView],
     after: float | None,
     after_s: float | None,
     aged_ids: frozenset[str] = frozenset(),
-) -> list[Request]:
+) -> list[RequestView]:
     """`admit` with the overdue prompts of the queue in it, oldest first, even those the
     solver did not select: otherwise a solve that passes over an overdue prompt admits
     others into the buffers it was waiting for (E4, seed 0: two such solves before each got
@@ -99,7 +99,7 @@ def with_aged(
     have = {id(r) for r in admit}
     room = view.free_blocks - view.watermark_blocks
     room -= sum(-(-r.context_len // view.block_size) for r in admit)
-    extra: list[Request] = []
+    extra: list[RequestView] = []
     for r in sorted(view.waiting, key=lambda r: r.arrival):
         if id(r) in have or r.status is not Status.WAITING or r.generated > 0:
             continue
@@ -114,7 +114,7 @@ def with_aged(
 
 
 def _overdue(
-    r: Request,
+    r: RequestView,
     now: float,
     after: float | None,
     after_s: float | None = None,
@@ -133,13 +133,13 @@ def _overdue(
 
 
 def paced_order(
-    queue: Sequence[Request],
+    queue: Sequence[RequestView],
     now: float,
     order: str,
     starve_after: float | None,
     starve_after_s: float | None = None,
     aged_ids: frozenset[str] = frozenset(),
-) -> list[Request]:
+) -> list[RequestView]:
     """`queue` for paced admission, swapped requests first: as given ("admission"), or
     shortest prefill first ("shortest", which lowers the mean wait for a first token). A
     request with no token yet that is overdue (`starve_after` TTFT targets past due,

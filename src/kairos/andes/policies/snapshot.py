@@ -8,18 +8,18 @@ bias toward keeping running requests running.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 
 from kairos.andes.gain import StreamState
 from kairos.andes.policy import SchedulerView
-from kairos.andes.request import Request, Status
+from kairos.andes.request import RequestView, Status
+from kairos.andes.request_table import rows_of
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    requests: list[Request]
+    requests: list[RequestView]
     state: StreamState
     running: np.ndarray  # bool
     swapped: np.ndarray  # bool
@@ -37,17 +37,9 @@ def take_snapshot(view: SchedulerView, prefer_swap: bool) -> Snapshot:
     reqs = [*view.running, *view.swapped, *view.waiting]
     n = len(reqs)
     lat = view.latency
-    # one pass over the Python objects, then everything is numpy
-    if view.table is not None:
-        table = view.table.rows(reqs)
-    else:  # a hand-built view: read the objects
-        fields = chain.from_iterable(
-            (r.status, r.prompt_len + r.generated, r.computed, q.arrival, q.ttft, q.speed,
-             q.k, q.lag, q.lag_sum, r.max_tokens - r.generated)
-            for r in reqs
-            for q in (r.qoe,)
-        )  # fmt: skip
-        table = np.fromiter(fields, dtype=np.float64, count=n * 10).reshape(n, 10)
+    # one pass over the Python objects (the scheduler's mirror, or the objects of a view
+    # built without one), then everything is numpy
+    table = view.table.rows(reqs) if view.table is not None else rows_of(reqs)
     status, ctx, computed = table[:, 0], table[:, 1], table[:, 2]
     running = status == Status.RUNNING
     swapped = status == Status.SWAPPED

@@ -2,8 +2,8 @@
 
 Andes ranks requests by QoE gain per unit of memory. A long prompt needs much memory and a
 long prefill, so under sustained load it can lose every ranking and wait minutes for its
-first token while FCFS would have served it in seconds (issue 17 measured a 41 min wait
-against FCFS's 10 min). The rule (AndesConfig `starvation_*`) bounds how far a request can
+first token while FCFS would have served it in seconds (docs/andes.md has the measured
+waits). The rule (AndesConfig `starvation_*`) bounds how far a request can
 fall behind the rest of the queue:
 
 - *starved*: not running, its user left without text for more than `after` TTFT targets

@@ -3,13 +3,11 @@
 Why. A decode step multiplies a few activation rows (one per sequence) by every weight
 matrix: the step is a stream of weight reads, and its speed is how fast the cores read the
 weights. torch sends `linear(x, W)` with a skinny `x` to one BLAS GEMM, and on the CPU wheel
-we pin (MKL sgemm, 2 threads) that GEMM neither reads a large weight fast nor threads a
-skinny product: the anchor model's 512x32000 vocabulary projection took 4.1 ms for one row
-on 1 thread and on 2 (64 MB read at 16 GB/s, one core idle), 7.8 ms for two rows.
+we pin (MKL sgemm) that GEMM neither reads a large weight fast nor threads a skinny product.
 The same product as a batch of k independent row blocks (`bmm` of W viewed `[k, out/k, in]`
-against the rows) runs each block as its own product, the blocks spread over the
-threads: 1.0-1.2 ms on 2 threads (1.9 ms even on one: this MKL's skinny-GEMM path is slow
-on this CPU). This is how llama.cpp and other CPU inference engines run decode, each
+against the rows) runs each block as its own product, the blocks spread over the threads,
+several times faster on the machine measured (docs/andes.md, "Decode products split over the
+threads", has the numbers). This is how llama.cpp and other CPU inference engines run decode, each
 thread owning a slice of the weight's rows. Each output is still one dot product of a
 weight row with an activation row, summed by another kernel, so results agree with
 `linear` to float rounding.
@@ -19,8 +17,8 @@ activation rows (decode batches and the vocabulary projection of any iteration; 
 long inputs thread well in one GEMM and keep it), when the output size divides into the
 blocks. Anything else takes the plain op. The gain is a property of the BLAS and the CPU
 (measured on an AMD EPYC; an MKL that threads skinny products well would gain nothing), so
-the engine's runner measures both ways and keeps the faster (path_choice.py), switching
-this thread's splitting with `splitting`. Measured gains: docs/andes.md, must-show 6.
+the engine's runner hook (hook.py) measures both ways and keeps the faster (path_choice.py),
+switching this thread's splitting with `splitting`. Measured gains: docs/andes.md, must-show 6.
 """
 
 from __future__ import annotations
@@ -32,6 +30,8 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from kairos.andes.engine.model import Products
 
 MAX_ROWS = 64  # activation rows up to which a product is split
 
@@ -98,3 +98,6 @@ def linear_add(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) ->
     if k < 2:
         return torch.addmm(residual, x, weight.t())
     return _split(x, weight, k).add_(residual)
+
+
+SPLIT_PRODUCTS = Products(linear, linear_add)  # what a model computes with once split is on

@@ -6,11 +6,11 @@ gathered last time can be reused: only when this iteration decodes exactly the s
 last one did, each one token further, with no swap in between. Any other iteration first
 flushes what the reuses wrote only to the staged rows into the paged cache.
 
-The runner keeps one stage for its whole-batch path and one per decode lane (lanes.py): each
-lane's half of the batch is staged on its own, in its own `LayerKV` objects that share the
-paged tensors with the cache. Deciding a stage's mode flushes; the runner does it for every
-lane on its own thread before the lanes run, so no flush (which may write a stale token into
-a slot freed meanwhile) races another lane's writes.
+The CPU hook (hook.py) keeps one stage for its whole-batch path and one per decode lane
+(lanes.py): each lane's half of the batch is staged on its own, in its own `LayerKV` objects
+that share the paged tensors with the cache. Deciding a stage's mode flushes; the hook does
+it for every lane on its own thread before the lanes run, so no flush (which may write a
+stale token into a slot freed meanwhile) races another lane's writes.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Which of two ways to run an iteration is faster now: measured, not assumed.
 
-The runner has two such choices on a CPU, each a candidate path against the plain one:
+The CPU hook (hook.py) has two such choices, each a candidate path against the plain one:
 decode lanes against one pass (lanes.py), and decode-sized products split over the threads
 against one GEMM each (row_split.py). Which is faster depends on the machine (its BLAS and
-cores) and on its load at the moment: on the 56M anchor model, with one core left to the
-process, 4 decodes ran 0.75x as fast on two lanes as in one pass (docs/andes.md, must-show
-6), and a BLAS that threads skinny products well needs no split. So the runner asks a
-`PathChoice`, which keeps using the path it measured faster and re-measures now and then:
+cores) and on its load at the moment: with one core left to the process two lanes ran
+slower than one pass (docs/andes.md, "Decode lanes"), and a BLAS that threads skinny
+products well needs no split. So the hook asks a `PathChoice`, which keeps using the path it
+measured faster and re-measures now and then:
 every `period` eligible iterations it runs `probe` of them on the other path and switches if
 those ran faster per decoded row (medians, the probe's first iteration left out: for the
 lanes it regathers the decode contexts that the other path's staging held).

@@ -18,14 +18,11 @@ later keep the process default.
 
 A `DecodeLanes` owns its threads; they end when it is closed or garbage-collected.
 
-Measured (56M anchor model, 2 threads, docs/andes.md must-show 6): with both cores free to
-the process, decode steps of 8-16 rows ran 1.09-1.11x faster on two lanes, busy cores 1.8
-against 1.6; with one core taken by other processes, 0.75-0.95x, since each lane reads every
-weight matrix and the lanes then share one core. Those runs had two OpenMP teams in the
-process, which put the one-pass path's workers to sleep between ops (torch_threads.py); with
-one team, one pass ran 1.17x faster than the lanes (2026-11-28, docs/andes.md "One OpenMP
-team"). So the engine leaves them off unless asked (`EngineConfig.decode_lanes`), and picks
-per iteration by measured speed when on (path_choice.py).
+Each lane reads every weight matrix, so lanes that share a core lose; and with one OpenMP
+team in the process one pass was faster than the lanes (docs/andes.md, "Decode lanes" and
+"One OpenMP team", has the measurements). So the engine leaves them off unless asked
+(`EngineConfig.decode_lanes`), and picks per iteration by measured speed when on
+(path_choice.py).
 """
 
 from __future__ import annotations

@@ -35,13 +35,13 @@ import torch
 
 from kairos.andes.engine.api import QoESpec, SamplingParams
 from kairos.andes.engine.config import EngineConfig, ModelConfig, SplitProducts
-from kairos.andes.engine.engine import LLMEngine
+from kairos.andes.engine.cpu import build_engine
 from kairos.andes.engine.model import LlamaForCausalLM
 from kairos.andes.engine.weights import random_model, save_checkpoint
 from kairos.runtime.torch_threads import waiting_thread
 
 # A 56M-parameter Llama (8 layers, hidden 512, grouped-query attention 8/4, a 32k vocabulary):
-# the size the comparison was first measured at, small enough for two CPU cores.
+# the size the comparison was first measured at, small enough for two CPU cores.
 ANCHOR_MODEL = ModelConfig(
     vocab_size=32000,
     hidden_size=512,
@@ -152,7 +152,7 @@ def run_ours(
     bs = 16
     blocks = sum(-(-(len(p) + n) // bs) for p, n in zip(prompts, outs, strict=True)) + 8
     longest = max(len(p) + n for p, n in zip(prompts, outs, strict=True))
-    engine = LLMEngine(
+    engine = build_engine(
         EngineConfig(
             num_gpu_blocks=blocks,
             num_cpu_blocks=0,
