@@ -1,4 +1,5 @@
-"""The layering of ARCHITECTURE.md principle 4, checked on the source rather than trusted.
+"""The layering of docs/architecture.md ("Dependencies point inward"), checked on the source
+rather than trusted.
 
 A walker reads every module under src/kairos with `ast` (imports inside functions and under
 `if TYPE_CHECKING:` count too, since they are still dependencies) and builds the graph of
@@ -10,6 +11,7 @@ experiments, and that the graph has no cycles.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -18,7 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 SYSTEMS = frozenset({"andes", "orloj", "salus", "fluid", "auxo", "venn", "fl"})
 # The one exception to "no system imports another": both federated-learning systems build on fl.
 MAY_IMPORT = {"auxo": frozenset({"fl"}), "venn": frozenset({"fl"})}
-# Issue 16's cohorts-as-jobs integration: Auxo's cohorts register as jobs with Venn's resource
+# The cohorts-as-jobs integration: Auxo's cohorts register as jobs with Venn's resource
 # manager. The dependency points from the application to the resource manager it runs on (Venn
 # never imports Auxo: the cycle test holds it), and only these two modules may cross, so the
 # rest of Auxo stays Venn-free (checked below).
@@ -245,3 +247,88 @@ def test_no_import_cycles() -> None:
         for name in list(found)
     ]
     assert not bad, _report("import cycles (members, then the edges among them)", bad)
+
+
+ROOT = SRC.parent
+ISSUE_NUMBER = re.compile(r"issue [0-9]+|issue #[0-9]+", re.IGNORECASE)
+
+
+def _texts() -> Iterator[Path]:
+    yield ROOT / "README.md"
+    yield from sorted((ROOT / "docs").rglob("*.md"))
+    yield from sorted(p for p in (SRC / "kairos").rglob("*") if p.suffix in {".py", ".js", ".html"})
+
+
+def test_code_and_docs_say_what_the_project_is_not_which_issue_made_it() -> None:
+    """Issue numbers belong to the tracker: the source and docs describe the system."""
+    bad = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}"
+        for path in _texts()
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if ISSUE_NUMBER.search(line)
+    ]
+    assert not bad, _report("lines naming an issue", bad)
+
+
+def test_the_issue_number_check_can_fail() -> None:
+    assert ISSUE_NUMBER.search("as measured in Issue #17's run")
+    assert ISSUE_NUMBER.search("(issue 19)")
+    assert not ISSUE_NUMBER.search("the issues a user files")
+
+
+def test_sources_cite_the_architecture_in_the_repository() -> None:
+    """The rules live in docs/architecture.md; nothing points outside the repository for them."""
+    assert (ROOT / "docs" / "architecture.md").is_file()
+    bad = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in _texts()
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if "ARCHITECTURE.md" in line or "ARCHITECTURE principle" in line
+    ]
+    assert not bad, _report("citations of an architecture file outside the repository", bad)
+
+
+# The Andes engine's core path, which reads like a small serving engine; the CPU-specific
+# paths live in `engine.cpu` and reach it only through the runner's hook.
+ENGINE_CORE = frozenset(
+    f"kairos.andes.{m}"
+    for m in (
+        "scheduler",
+        "kv_blocks",
+        "engine.engine",
+        "engine.runner",
+        "engine.model",
+        "engine.attention",
+        "engine.kv_cache",
+        "engine.sampler",
+    )
+)
+CPU_PATHS = "kairos.andes.engine.cpu"
+
+
+def _reaches(graph: Graph, start: str, target_prefix: str) -> list[str]:
+    """The path from `start` to the first module under `target_prefix`, or []."""
+    seen, stack = {start}, [(start, [start])]
+    while stack:
+        node, path = stack.pop()
+        for nxt in sorted(graph.get(node, ())):
+            if nxt == target_prefix or nxt.startswith(target_prefix + "."):
+                return [*path, nxt]
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, [*path, nxt]))
+    return []
+
+
+def test_the_engine_core_path_imports_no_cpu_specific_module() -> None:
+    assert GRAPH.keys() >= ENGINE_CORE, ENGINE_CORE - GRAPH.keys()
+    bad = [" -> ".join(p) for m in sorted(ENGINE_CORE) if (p := _reaches(GRAPH, m, CPU_PATHS))]
+    assert not bad, _report("core-path modules reaching the CPU paths", bad)
+    # the CPU package plugs into the runner's hook, so it depends on the core, not the reverse
+    assert "kairos.andes.engine.runner" in GRAPH[f"{CPU_PATHS}.hook"]
+
+
+def test_the_core_path_check_follows_imports_transitively() -> None:
+    graph: Graph = {"a.core": {"a.util"}, "a.util": {"a.cpu.split"}, "a.cpu.split": set()}
+    assert _reaches(graph, "a.core", "a.cpu") == ["a.core", "a.util", "a.cpu.split"]
+    assert _reaches(graph, "a.cpu.split", "a.core") == []

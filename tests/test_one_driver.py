@@ -1,6 +1,6 @@
-"""One loop per system (issue 12, must-show 3): the decide/execute loop is written once, in
-the system's `driver.py`; its simulator and its runtime both run that driver, and no block of
-six or more lines stands both in a simulator and in a runtime.
+"""One loop per system (docs/architecture.md, "One driver per system"): the decide/execute
+loop is written once, in the system's `driver.py`; its simulator and its runtime both run that
+driver, and no block of six or more lines stands both in a simulator and in a runtime.
 
 The duplicate check compares normalised lines (stripped; blank lines, comments, docstring
 lines and imports left out), so a copy cannot hide behind indentation or a changed comment.

@@ -1,7 +1,7 @@
 """The installed systems, found through the `kairos.systems` entry point group.
 
-The shared layer never imports a system (ARCHITECTURE.md, principle 4). Instead each system
-declares a `System` in its own `cli` module and names it in pyproject.toml:
+The shared layer never imports a system (docs/architecture.md, "Dependencies point inward").
+Instead each system declares a `System` in its own `cli` module and names it in pyproject.toml:
 
     [project.entry-points."kairos.systems"]
     andes = "kairos.andes.cli:SYSTEM"

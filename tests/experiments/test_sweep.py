@@ -150,7 +150,7 @@ def test_ray_sweep_equals_serial_sweep(tmp_path: Path) -> None:
 
 
 def test_a_changed_input_file_is_never_served_from_the_cache(tmp_path: Path) -> None:
-    """Issue 17: the cache key hashes the content of every file a point reads, the ones its
+    """The cache key hashes the content of every file a point reads, the ones its
     config names and the ones it declares; the same content is still served from the cache."""
     named, fixed = tmp_path / "named.txt", tmp_path / "fixed.txt"
     named.write_text("1")
