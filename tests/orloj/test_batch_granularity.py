@@ -1,4 +1,4 @@
-"""Batch-size granularity decides the relaxed-SLO comparison with Clipper (issue 19).
+"""Batch-size granularity decides the relaxed-SLO comparison with Clipper.
 
 Under Poisson arrivals at 4x P99, Clipper (any batch size up to 16) finished more than Orloj
 (S = {1, 2, 4, 8, 16}). The cause is the sizes, not the score: at ρ = 0.8 of the batch-16
@@ -89,8 +89,8 @@ def test_orloj_batch_sizes_given_twice_is_an_error_not_silently_overridden() -> 
 
 def _tight(sizes: tuple[int, ...], **options: Any) -> dict[str, float]:
     """Orloj on std-1 at 1.5x P99 (bursty, seed 0, 2,500 requests), with the mean drop
-    estimate unless `options` say otherwise: the mechanism below is the mean's (the default
-    before issue 19), and why the default is now 1-16 with quantile:0.9."""
+    estimate unless `options` say otherwise: the mechanism below is the mean's (the old
+    default), and why the default is now 1-16 with quantile:0.9."""
     opts = {"drop_estimator": "mean", **options}
     point = SimPoint(
         workload="std-1", slo_mult=1.5, options=opts, n_requests=2500, batch_sizes=sizes

@@ -1,4 +1,4 @@
-"""The clairvoyant bound (issue 19, must-show 3): no policy beats it, and its relaxation is an
+"""The clairvoyant bound: no policy beats it, and its relaxation is an
 upper bound on the exact optimum."""
 
 from __future__ import annotations

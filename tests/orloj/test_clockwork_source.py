@@ -1,4 +1,4 @@
-"""The Clockwork baseline against Clockwork's public `infer5` scheduler (issue 19).
+"""The Clockwork baseline against Clockwork's public `infer5` scheduler.
 
 What is checked here is the source's arithmetic, on scripted inputs with hand-computed
 answers: the exec deadline (`RequestImpl::set_slo`), the worker's expected free time

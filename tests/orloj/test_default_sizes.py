@@ -1,4 +1,4 @@
-"""Each system runs the batch sizes it really supports unless S is given (issue 19).
+"""Each system runs the batch sizes it really supports unless S is given.
 
 The default Orloj batches any size 1-16 with the quantile:0.9 drop estimate; Clockwork only
 its compiled S = {1, 2, 4, 8, 16}; an explicit S (`SimPoint.batch_sizes`, `--set

@@ -1,5 +1,5 @@
 """One driver: the real server's dispatcher, run in virtual time over the simulated worker,
-decides exactly what the simulator decides on the same seed (issue 12, must-show 1)."""
+decides exactly what the simulator decides on the same seed."""
 
 from __future__ import annotations
 

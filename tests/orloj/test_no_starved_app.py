@@ -1,4 +1,4 @@
-"""Relaxed SLOs under Poisson arrivals starve no application (issue 19, must-show 2, quick).
+"""Relaxed SLOs under Poisson arrivals starve no application (quick).
 
 The heavy, 5-seed version with paired CIs against every baseline is
 `python -m benchmarks --only bench_orloj`; this checks the mechanism on one seed: with the

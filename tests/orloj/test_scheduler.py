@@ -27,7 +27,7 @@ def offline(seed: int = 0, n: int = 400) -> dict[str, list[float]]:
 
 def policy(**options: Any) -> OrlojPolicy:
     """The unit tests below hand-check Algorithm 4.1's steps on S = {1, 2, 4, 8, 16} with the
-    mean drop estimate (the defaults before issue 19), so they pin both; the default's own
+    mean drop estimate (the old defaults), so they pin both; the default's own
     sizes and estimator are checked in test_default_sizes.py."""
     base: dict[str, Any] = {"batch_sizes": (1, 2, 4, 8, 16), "drop_estimator": "mean"}
     return OrlojPolicy(OrlojConfig(**(base | options)), profile=offline())

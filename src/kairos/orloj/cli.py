@@ -69,10 +69,14 @@ def register(group: typer.Typer) -> None:
             bool, typer.Option(help="Delay batches by the measured decision time")
         ] = False,
         seed: int = 0,
+        decision_log: Annotated[
+            Path | None, typer.Option(help="Write every batch and drop to this file (JSON lines)")
+        ] = None,
     ) -> None:
         """Simulate one system on one workload and print its finish rate and other metrics."""
         import numpy as np
 
+        from kairos.orloj.decisions import open_log
         from kairos.orloj.experiments.point import SimPoint, point_recording
         from kairos.orloj.recording import Recording
         from kairos.orloj.simulator import SimConfig, simulate
@@ -119,7 +123,18 @@ def register(group: typer.Typer) -> None:
             else w.offline_profile(1000, offline_rng)
         )
         config = SimConfig(noise_sigma=noise, charge_overhead=charge_overhead, seed=seed)
-        summary = simulate(policy, rec.requests(slo * p99), config, offline).summary()
+        log = None
+        if decision_log is not None:
+            try:
+                log = open_log(decision_log, {"run": "simulate", **point.model_dump(mode="json")})
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc), param_hint="--decision-log") from None
+        try:
+            summary = simulate(policy, rec.requests(slo * p99), config, offline, log).summary()
+        finally:
+            if log is not None:
+                log.close()
+                console.print(f"{log.count} decisions in {decision_log}")
         by_app = summary.pop("finish_rate_by_app")
         print_table(
             [{"metric": k, "value": v} for k, v in summary.items()],

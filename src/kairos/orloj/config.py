@@ -13,10 +13,10 @@ CostMean = Literal["mixture", "app"]
 IndexKind = Literal["hull", "bruteforce"]
 
 
-# every batch size up to 16: Orloj's own (issue 19). The paper's Orloj ran on Clockwork and so
-# used its compiled sizes S = {1, 2, 4, 8, 16}; ours runs the simulated g_k (any k) and
-# PyTorch models that pad any batch, and with the quantile drop estimate below finer sizes
-# finish more at 3-5x P99 without costing the 1.5x gain (docs/orloj.md, "Where we differ")
+# every batch size up to 16: Orloj's own. The paper's Orloj ran on Clockwork and so used its
+# compiled sizes S = {1, 2, 4, 8, 16}; ours runs the simulated g_k (any k) and PyTorch models
+# that pad any batch, and with the quantile drop estimate below finer sizes finish more at
+# relaxed SLOs without losing the tight-SLO gain (docs/orloj.md, "Where we differ")
 ORLOJ_SIZES: tuple[int, ...] = tuple(range(1, 17))
 
 
@@ -31,26 +31,27 @@ class OrlojConfig(BaseModel):
     # rate of the anticipated delay τ ~ Exp(b), per ms. The paper's 1e-4 [D] expects a 10-s
     # delay, ten times the longest SLO here, so urgency barely moves the score and the per-app
     # cost term decides the order: the longest app starved at relaxed SLOs under Poisson
-    # arrivals (issue 19). 1e-3 (a 1-s delay, the SLOs' scale) keeps the tight-SLO gain.
+    # arrivals. 1e-3 (a 1-s delay, the SLOs' scale) keeps the tight-SLO gain (docs/orloj.md,
+    # "Relaxed SLOs under Poisson arrivals").
     b: float = Field(1e-3, gt=0)
     cost: float = Field(1.0, gt=0)  # the step cost c of a missed deadline [D]
     # point estimate of L_B used to drop requests: mean | min | quantile:q. The spec's default
-    # is the mean "unless the ablation says otherwise"; it did (issue 19): at 1-16 the mean
-    # keeps members whose batch ends past their deadline about half the time (late 4.6% at
-    # 1.5x P99); the 0.9 quantile admits one only when its batch would make it 9 times in 10
+    # is the mean "unless the ablation says otherwise"; it did: at sizes 1-16 the mean keeps
+    # members whose batch ends past their deadline about half the time; the 0.9 quantile
+    # admits one only when its batch would make it 9 times in 10 (docs/orloj.md)
     drop_estimator: str = "quantile:0.9"
     batch_dist_mode: BatchMode = "own+mixture"  # who fills the other k-1 slots (spec 3.3)
     # the E[L] that charges worker time in the score (Eq 4.1's 1/E[L]): "app", the member's
     # own E[L_B] under `batch_dist_mode` (the spec's reading, default); "mixture", E[L_B] of a
     # batch of k under the mixture, which every member shares: no app starves even at b = 1e-4,
-    # but the tight-SLO gain falls to 1.15x Clockwork (issue 19, `store.py`)
+    # but the tight-SLO gain over Clockwork shrinks (`store.py`, docs/orloj.md)
     cost_mean: CostMean = "app"
     # candidate batch size: "paper", the literal pseudocode (sort by (D_Q, bs) descending: the
     # largest fillable size); "clockwork_priority", Clockwork's least laxity; or
     # "earliest_deadline", the paper's prose ("the batch size with the overall earliest
     # deadline", ties to the larger size: the largest fillable size at which the most urgent
-    # request is still viable). Issue 19: the prose's rule finishes 0.05-0.07 more at 1.5x P99
-    # but 0.02-0.04 less at 5x (its batches are too small for the load): the default stays.
+    # request is still viable). The prose's rule finishes more at tight SLOs but less at relaxed
+    # ones (its batches are too small for the load), so the default stays (docs/orloj.md).
     bs_order: BsOrder = "paper"
     schedule_ahead_ms: float = Field(0.0, ge=0)  # plan the next batch this early
     reset_exponent: float = Field(100.0, gt=0, le=600)  # move the time base at b(t-t0) >= this

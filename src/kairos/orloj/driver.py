@@ -13,7 +13,9 @@ this driver on an `AsyncioClock` with a PyTorch executor. The contract (spec 6.1
   `period_ms` what it measured goes to `on_profile`;
 * scheduler CPU time (`thread_time`: this thread's CPU, not the machine's load) is kept per
   decision; with `charge_overhead` it also delays the batch (the simulator's way of charging
-  decision and table-rebuild time that the real server pays in wall time).
+  decision and table-rebuild time that the real server pays in wall time);
+* with a `recorder`, every batch and every drop is recorded, with the time it was decided, as
+  a plain record (`kairos.orloj.decisions`): a decision log, or what a replay compares.
 
 Times handed to the policy are milliseconds (Orloj's unit); the clock is in seconds.
 """
@@ -22,55 +24,20 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from kairos.decisions import Recorder
+from kairos.orloj.decisions import BatchDecision, Drop
 from kairos.orloj.policy import Batch, BatchPolicy, Outcome, ProfileSnapshot, Request
 from kairos.orloj.profiler import Profiler
+from kairos.orloj.stats import DriverStats
 from kairos.orloj.worker import BatchRecord, BatchRun, SoloRun, Worker
 from kairos.sim import Timers
 
 
 class PolicyError(RuntimeError):
     """The policy broke the contract: ended a request twice, or batched a finished one."""
-
-
-def _bounded(n: int | None) -> Callable[[], deque[Any]]:
-    return lambda: deque(maxlen=n)
-
-
-@dataclass
-class DriverStats:
-    """What the driver counts. `history` bounds the per-decision records (a server keeps the
-    last 10,000; a simulation keeps all)."""
-
-    history: int | None = None
-    outcomes: Counter[str] = field(default_factory=Counter)
-    by_app: dict[str, Counter[str]] = field(default_factory=dict)
-    batches: int = 0
-    rejected_batches: int = 0
-    failed_batches: int = 0
-    batched_requests: int = 0
-    busy_ms: float = 0.0
-    predicted_ms: float = 0.0  # the calibration's g_k for the same batches (drift = ratio)
-    decisions: int = 0
-    decide_cpu_total_s: float = 0.0
-    profile_cpu_s: float = 0.0  # on_profile calls (table rebuilds)
-    decide_cpu_s: deque[float] = field(init=False)
-    arrival_cpu_s: deque[float] = field(init=False)
-    records: deque[BatchRecord] = field(init=False)  # every decision as carried out
-    # the last batches: (start ms, size, measured ms, predicted ms or NaN), for diagnostics
-    recent: deque[tuple[float, int, float, float]] = field(init=False)
-
-    def __post_init__(self) -> None:
-        for name in ("decide_cpu_s", "arrival_cpu_s", "records", "recent"):
-            setattr(self, name, _bounded(self.history)())
-
-    def count(self, app: str, outcome: Outcome) -> None:
-        self.outcomes[outcome.value] += 1
-        self.by_app.setdefault(app, Counter())[outcome.value] += 1
 
 
 # A request ended: (request, the run it was in or None, its index in that run).
@@ -90,8 +57,10 @@ class Driver:
         charge_overhead: bool = False,
         overhead_factor: float = 1.0,
         history: int | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.policy, self.clock, self.worker = policy, clock, worker
+        self.recorder = recorder
         self.profiler = profiler or Profiler()
         self.on_end, self.predict = on_end, predict
         self.charge_overhead, self.overhead_factor = charge_overhead, overhead_factor
@@ -126,6 +95,8 @@ class Driver:
         t0 = time.thread_time()
         rejected = self.policy.on_arrival(r, now)
         self.stats.arrival_cpu_s.append(time.thread_time() - t0)
+        if rejected and self.recorder is not None:
+            self.recorder.record(now / 1e3, Drop.of(rejected, on_arrival=True))
         for x in rejected:
             self._end(x, Outcome.TIMED_OUT, now)
         self._ensure_tick()
@@ -218,6 +189,8 @@ class Driver:
         self.stats.decide_cpu_s.append(cpu)
         self.stats.decisions += 1
         self.stats.decide_cpu_total_s += cpu
+        if dropped and self.recorder is not None:
+            self.recorder.record(now / 1e3, Drop.of(dropped, on_arrival=False))
         for r in dropped:
             self._end(r, Outcome.TIMED_OUT, now)
         if batch is None:
@@ -231,6 +204,8 @@ class Driver:
         ready = now  # never before its decision (seconds -> ms can round a clock reading down)
         if self.charge_overhead:
             ready = max(now, self._blocked_until) + cpu * 1e3 * self.overhead_factor
+        if self.recorder is not None:
+            self.recorder.record(now / 1e3, BatchDecision.of(batch, ready))
         return batch, ready
 
     def _profile_reruns(self) -> None:

@@ -3,8 +3,8 @@
 One worker runs one non-preemptive batch at a time. The runtime (simulator or real server)
 tells the policy about arrivals and finished batches, and asks it for the next batch whenever
 the worker is free (or at a wake-up time the policy asked for). Policies are pure
-(ARCHITECTURE principle 1): no wall clock, no I/O; time is the `now` they are handed, in
-milliseconds; randomness only from an injected generator.
+(docs/architecture.md, "A policy decides; it does not act"): no wall clock, no I/O; time is
+the `now` they are handed, in milliseconds; randomness only from an injected generator.
 """
 
 from __future__ import annotations

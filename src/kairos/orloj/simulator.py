@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from kairos.decisions import Recorder
 from kairos.orloj.batchdist import BatchLatencyModel
 from kairos.orloj.driver import Driver, PolicyError
 from kairos.orloj.metrics import summarize
@@ -205,6 +206,7 @@ class Simulator:
         requests: Sequence[Request],
         config: SimConfig | None = None,
         offline: Mapping[str, Sequence[float]] | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.policy = policy
         self.requests = sorted(requests, key=lambda r: r.release)
@@ -221,6 +223,7 @@ class Simulator:
             sim_profiler(cfg),
             charge_overhead=cfg.charge_overhead,
             overhead_factor=cfg.overhead_factor,
+            recorder=recorder,
         )
         self.worker.deliver = self.driver.on_result
 
@@ -252,6 +255,8 @@ def simulate(
     requests: Sequence[Request],
     config: SimConfig | None = None,
     offline: Mapping[str, Sequence[float]] | None = None,
+    recorder: Recorder | None = None,
 ) -> SimResult:
-    """Run `policy` over `requests` (fresh objects: outcomes are written into them)."""
-    return Simulator(policy, requests, config, offline).run()
+    """Run `policy` over `requests` (fresh objects: outcomes are written into them); every
+    decision goes to `recorder` if one is given."""
+    return Simulator(policy, requests, config, offline, recorder).run()

@@ -8,8 +8,9 @@ expected arrival rate (Nexus plans from it). Solo-latency knowledge arrives thro
 
 Batch sizes: each system runs the sizes it really supports (`NATIVE_SIZES`) unless the caller
 gives one S for all. Clockwork runs one compiled model per size, S = {1, 2, 4, 8, 16}; Orloj
-any size 1-16 (issue 19); Clipper and Nexus take S's maximum (Clipper's AIMD batches any size
-up to it; Nexus plans in S and runs up to its plan's b queued requests), as in the paper.
+any size 1-16 (`config.ORLOJ_SIZES`); Clipper and Nexus take S's maximum (Clipper's AIMD
+batches any size up to it; Nexus plans in S and runs up to its plan's b queued requests), as
+in the paper.
 """
 
 from __future__ import annotations

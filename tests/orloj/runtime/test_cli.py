@@ -12,6 +12,8 @@ import typer
 from typer.testing import CliRunner
 
 import kairos.runtime.http as http_module
+from kairos.decisions import read_log
+from kairos.orloj.decisions import CODEC
 from kairos.orloj.runtime.cli import register
 from kairos.runtime.http import BackgroundServer
 
@@ -67,9 +69,9 @@ def test_calibrate_then_serve_then_loadgen(
             seen["stats"] = httpx.get(srv.url + "/v1/stats").json()
 
     monkeypatch.setattr(http_module, "run_server", fake_run_server)
-    served = runner.invoke(
-        cli, ["serve", "--policy", "orloj", *TINY, "--calibration", str(cal), "--worker", "thread"]
-    )
+    log = tmp_path / "decisions.jsonl"
+    serve = ["serve", "--policy", "orloj", *TINY, "--calibration", str(cal), "--worker", "thread"]
+    served = runner.invoke(cli, [*serve, "--decision-log", str(log)])
     assert served.exit_code == 0, served.output
     assert seen["health"] == {"status": "ok", "policy": "orloj", "restarts": 0}
     load = seen["loadgen"]
@@ -85,6 +87,11 @@ def test_calibrate_then_serve_then_loadgen(
         "input",
         "slo_ms",
     }
+    # every request the server took was decided once, in the log: run in a batch or dropped
+    decisions = read_log(log, CODEC, system="orloj")
+    assert decisions.meta["policy"] == "orloj" and decisions.meta["run"] == "serve"
+    decided = [i for e in decisions.entries for i in e.record.ids]
+    assert len(decided) == len(set(decided)) == 30
 
 
 def test_bad_options_are_named(cli: typer.Typer, tmp_path: Path) -> None:
@@ -98,3 +105,9 @@ def test_bad_options_are_named(cli: typer.Typer, tmp_path: Path) -> None:
         cli, ["serve", "--policy", "fifo", *TINY, "--quick", "--worker", "thread"]
     )
     assert bad_policy.exit_code == 2 and "unknown system" in bad_policy.output
+    (tmp_path / "file").write_text("")
+    bad_log = runner.invoke(
+        cli,
+        ["serve", *TINY, "--quick", "--worker", "thread", "--decision-log", f"{tmp_path}/file/x"],
+    )
+    assert bad_log.exit_code == 2 and "cannot write the decision log" in bad_log.output

@@ -1,4 +1,4 @@
-"""End-to-end deadlines (issue 19, must-show 1): time lost before the server counts.
+"""End-to-end deadlines: time lost before the server counts.
 
 A slow proxy on a real socket holds back about half of the requests by 1.5 x the SLO before
 they reach the server. Judged by its own arrival stamp the server finishes nearly all of them;

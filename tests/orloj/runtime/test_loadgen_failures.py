@@ -1,4 +1,4 @@
-"""loadgen fails loudly (issue 19): no server, a bad `--calibration` path, and a replayed
+"""loadgen fails loudly: no server, a bad `--calibration` path, and a replayed
 `--trace` recorded as what it is, not as the generator's defaults."""
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ def test_static_model_classes_apps_and_rebuild_from_spec() -> None:
 
 
 def test_each_app_accepts_the_range_of_its_declared_classes(decoder: TinyDecoder) -> None:
-    """Issue 19: the server bounds an app's inputs to this range (app "chat" asked n_new=48)."""
+    """The server bounds an app's inputs to this range (app "chat" asked n_new=48)."""
     apps = decoder.default_apps()
     lows = {a: decoder.field_range(cs) for a, cs in apps.items()}
     assert lows == {"chat": ("n_new", 2, 2), "reply": ("n_new", 8, 8), "story": ("n_new", 16, 16)}

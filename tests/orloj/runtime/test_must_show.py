@@ -1,4 +1,4 @@
-"""Must-show (issue 5, item 3): the real server, real requests, Orloj against Clockwork.
+"""The real server, real requests, Orloj against Clockwork.
 
 One TinyDecoder worker process serves three applications whose requests decode 4, 16-32 and
 48 tokens (solo latencies of roughly 10, 30-60 and 90 ms on one CPU core): a three-modal mix

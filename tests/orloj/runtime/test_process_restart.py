@@ -1,4 +1,4 @@
-"""The worker process dies and is replaced (issue 19): no job is left without an answer.
+"""The worker process dies and is replaced: no job is left without an answer.
 
 A killed process closes its pipes one at a time, so a job can be written into its jobs pipe
 after its result stream has already ended; that job was once never answered and hung its

@@ -98,7 +98,7 @@ BAD = [
         "input.exit",
         "Missing required parameter",
     ),
-    (  # valid for the model, outside what app "easy" declared (exit1 only): issue 19
+    (  # valid for the model, outside what app "easy" declared (exit1 only)
         b'{"app": "easy", "slo_ms": 50, "input": {"exit": 4}}',
         400,
         "input.exit",

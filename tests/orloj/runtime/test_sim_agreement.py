@@ -1,4 +1,4 @@
-"""The real Orloj dispatcher on the wall clock vs the simulator (issue 12, must-show 1).
+"""The real Orloj dispatcher on the wall clock vs the simulator.
 
 The real side: the dispatcher (the one driver, `kairos.orloj.driver.Driver`, on the asyncio
 clock) over a TinyDecoder in a worker process, calibrated there first (solo latencies per input

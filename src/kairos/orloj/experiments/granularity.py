@@ -1,4 +1,4 @@
-"""Why a superset of batch sizes can cost Orloj at a tight SLO (issue 19), measured.
+"""Why a superset of batch sizes can cost Orloj at a tight SLO, measured.
 
 Algorithm 4.1 takes the largest batch size whose queue can be filled and fills it with the
 top-scored requests. With every size 1-16 it can add "one more" member far more often than

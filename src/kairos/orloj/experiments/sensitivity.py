@@ -145,7 +145,7 @@ def scale_down(cfg: ScaleDownConfig, ctx: ExperimentContext) -> list[dict[str, A
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "default": {},
-    "drop=mean": {"drop_estimator": "mean"},  # the spec's default, ours before issue 19
+    "drop=mean": {"drop_estimator": "mean"},  # the spec's default
     "sizes=S": {"batch_sizes": (1, 2, 4, 8, 16)},  # Clockwork's compiled sizes only
     "drop=min": {"drop_estimator": "min"},
     "dist=mixture": {"batch_dist_mode": "mixture"},

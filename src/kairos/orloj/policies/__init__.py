@@ -2,9 +2,11 @@
 
 `orloj.py` is the paper's policy (Algorithm 4.1); Clockwork, Nexus and Clipper are its
 baselines; EDF and the timeout batcher are extras (a deadline-aware point-estimate scheduler,
-and the Triton / Ray Serve style batcher). `systems.make_system` builds any of them by name.
+and the Triton / Ray Serve style batcher). The one-batch-at-a-time baselines build on
+`OneBatchPolicy` (`base.py`). `systems.make_system` builds any of them by name.
 """
 
+from kairos.orloj.policies.base import OneBatchPolicy
 from kairos.orloj.policies.clipper import ClipperPolicy
 from kairos.orloj.policies.clockwork import ClockworkPolicy
 from kairos.orloj.policies.edf import EDFPolicy
@@ -17,6 +19,7 @@ __all__ = [
     "ClockworkPolicy",
     "EDFPolicy",
     "NexusPolicy",
+    "OneBatchPolicy",
     "OrlojPolicy",
     "TimeoutBatcher",
     "plan_batch_size",

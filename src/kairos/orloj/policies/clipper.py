@@ -8,7 +8,7 @@ other systems' batch sizes. Requests that finish late still took worker time and
 failures. `drop_expired=True` discards requests already past their deadline when a batch is
 formed, a more generous variant than the paper's. `sizes` restricts batches to a fixed set
 (the largest member not above the queue length and the current maximum), as a model compiled
-for Clockwork's sizes would (issue 19's comparison at equal batch-size granularity).
+for Clockwork's sizes would: the comparison with Clockwork at equal batch-size granularity.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from kairos.orloj.policies.base import OneBatchPolicy
 from kairos.orloj.policies.common import FifoQueue, batch_sizes, largest_size
-from kairos.orloj.policy import Batch, ProfileSnapshot, Request
+from kairos.orloj.policy import Batch, Request
 
 
-class ClipperPolicy:
+class ClipperPolicy(OneBatchPolicy):
     def __init__(
         self,
         slo_ms: float,
@@ -33,6 +34,8 @@ class ClipperPolicy:
     ) -> None:
         if cap < 1 or increase < 1 or not 0 < decrease < 1:
             raise ValueError("need cap >= 1, increase >= 1 and 0 < decrease < 1")
+        self._fifo = FifoQueue()  # drops anywhere in it, not only at the front
+        super().__init__(self._fifo)
         self.sizes = batch_sizes(sizes) if sizes is not None else None
         self.name = "clipper-drop" if drop_expired else "clipper"
         self.slo_ms = slo_ms
@@ -42,8 +45,6 @@ class ClipperPolicy:
         self.drop_expired = drop_expired
         self.max_batch = 1
         self.history: list[int] = [1]  # max batch size after each batch
-        self._queue = FifoQueue()
-        self._in_flight = 0
 
     def adapt(self, measured_ms: float) -> int:
         """One AIMD step from a batch's measured latency; returns the new maximum."""
@@ -54,34 +55,18 @@ class ClipperPolicy:
         self.history.append(self.max_batch)
         return self.max_batch
 
-    def on_arrival(self, request: Request, now: float) -> list[Request]:
-        self._queue.append(request)
-        return []
+    def drop(self, now: float) -> list[Request]:
+        if not self.drop_expired:
+            return []
+        return self._fifo.drop_all(lambda r: r.deadline <= now)
 
-    def next_batch(self, now: float) -> tuple[Batch | None, list[Request]]:
-        dropped: list[Request] = []
-        if self._in_flight:
-            return None, dropped
-        if self.drop_expired:
-            dropped = self._queue.drop_all(lambda r: r.deadline <= now)
-        if not self._queue:
-            return None, dropped
-        n = min(len(self._queue), self.max_batch)
-        if self.sizes is not None:
-            n = largest_size(self.sizes, n)
-        take = self._queue.take(n)
-        self._in_flight += 1
-        return Batch(take, meta={"max_batch": float(self.max_batch)}), dropped
+    def size(self, now: float) -> int:
+        n = min(len(self.queue), self.max_batch)
+        return largest_size(self.sizes, n) if self.sizes is not None else n
+
+    def meta(self) -> dict[str, float]:
+        return {"max_batch": float(self.max_batch)}
 
     def on_batch_done(self, batch: Batch, now: float, measured_ms: float) -> None:
-        self._in_flight -= 1
+        super().on_batch_done(batch, now, measured_ms)
         self.adapt(measured_ms)
-
-    def next_wakeup(self, now: float) -> float | None:
-        return None
-
-    def on_profile(self, snapshot: ProfileSnapshot) -> None:
-        return None
-
-    def pending(self) -> int:
-        return len(self._queue)

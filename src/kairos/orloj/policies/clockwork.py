@@ -1,6 +1,6 @@
 """The Clockwork baseline: plan ahead with point estimates (spec section 4.1, [D + C]).
 
-Mechanisms, checked against Clockwork's public `infer5` scheduler (issue 19; the MPI-SWS code as
+Mechanisms, checked against Clockwork's public `infer5` scheduler (the MPI-SWS code as
 mirrored in malixian/clockwork, `src/clockwork/controller/infer5/infer5_scheduler.{h,cpp}`,
 `controller/worker_tracker.h`, `sliding_window.h`, and the worker's `task.cpp`):
 

@@ -1,11 +1,13 @@
 """Small pieces the baselines share: the pooled mean of a profile, batch-size validation and
-rounding down to a supported size, and the arrival-ordered queue of the one-batch-at-a-time
-batchers (Clipper, timeout, Nexus)."""
+rounding down to a supported size, and the two queues of the one-batch-at-a-time baselines
+(arrival order for Clipper, Nexus and the timeout batcher; deadline order for EDF)."""
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -33,13 +35,32 @@ def batch_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
 
 def largest_size(sizes: Sequence[int], n: int) -> int:
     """The largest of `sizes` (validated by `batch_sizes`) not above `n` >= 1: the batch a
-    model compiled only for those sizes runs when `n` requests could go (issue 19's
-    comparison at equal batch-size granularity)."""
+    model compiled only for those sizes runs when `n` requests could go (what compares
+    baselines that batch any size with Clockwork at equal batch-size granularity)."""
     return max(s for s in sizes if s <= n)
+
+
+class RequestQueue(Protocol):
+    """Pending requests in the order a baseline serves them; batches come from the front."""
+
+    def __len__(self) -> int: ...
+
+    def append(self, request: Request) -> None: ...
+
+    @property
+    def front(self) -> Request: ...
+
+    def drop_front(self, expired: Callable[[Request], bool]) -> list[Request]: ...
+
+    def take(self, n: int) -> list[Request]: ...
 
 
 class FifoQueue(deque[Request]):
     """Pending requests in arrival order; batches are taken from the front."""
+
+    @property
+    def front(self) -> Request:
+        return self[0]
 
     def drop_front(self, expired: Callable[[Request], bool]) -> list[Request]:
         """Remove and return the expired requests at the front (a server that checks only
@@ -61,3 +82,31 @@ class FifoQueue(deque[Request]):
     def take(self, n: int) -> list[Request]:
         """Up to `n` requests from the front."""
         return [self.popleft() for _ in range(min(n, len(self)))]
+
+
+class DeadlineQueue:
+    """Pending requests in deadline order (ties: the lower request id first)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Request]] = []
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def append(self, request: Request) -> None:
+        heapq.heappush(self._heap, (request.deadline, request.request_id, request))
+
+    @property
+    def front(self) -> Request:
+        return self._heap[0][2]
+
+    def drop_front(self, expired: Callable[[Request], bool]) -> list[Request]:
+        """Remove and return the expired requests at the front."""
+        dropped: list[Request] = []
+        while self._heap and expired(self._heap[0][2]):
+            dropped.append(heapq.heappop(self._heap)[2])
+        return dropped
+
+    def take(self, n: int) -> list[Request]:
+        """Up to `n` requests from the front."""
+        return [heapq.heappop(self._heap)[2] for _ in range(min(n, len(self._heap)))]

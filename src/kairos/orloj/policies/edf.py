@@ -10,15 +10,20 @@ those deadlines.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
 
 from kairos.orloj.batchdist import BatchLatencyModel
-from kairos.orloj.policies.common import DEFAULT_BATCH_SIZES, batch_sizes, pooled_mean
-from kairos.orloj.policy import Batch, ProfileSnapshot, Request
+from kairos.orloj.policies.base import OneBatchPolicy
+from kairos.orloj.policies.common import (
+    DEFAULT_BATCH_SIZES,
+    DeadlineQueue,
+    batch_sizes,
+    pooled_mean,
+)
+from kairos.orloj.policy import ProfileSnapshot, Request
 
 
-class EDFPolicy:
+class EDFPolicy(OneBatchPolicy):
     name = "edf"
 
     def __init__(
@@ -28,11 +33,10 @@ class EDFPolicy:
         *,
         mean_ms: float | None = None,
     ) -> None:
+        super().__init__(DeadlineQueue())
         self.model = model
         self.sizes = batch_sizes(sizes)
         self.mean_ms = mean_ms
-        self._heap: list[tuple[float, int, Request]] = []
-        self._in_flight = 0
 
     def estimate(self, bs: int) -> float:
         return float(self.model.g(bs, self.mean_ms if self.mean_ms is not None else 0.0))
@@ -42,31 +46,12 @@ class EDFPolicy:
         if self.mean_ms is None and mean is not None:
             self.mean_ms = mean
 
-    def on_arrival(self, request: Request, now: float) -> list[Request]:
-        heapq.heappush(self._heap, (request.deadline, request.request_id, request))
-        return []
-
-    def next_batch(self, now: float) -> tuple[Batch | None, list[Request]]:
-        dropped: list[Request] = []
-        if self._in_flight:
-            return None, dropped
+    def drop(self, now: float) -> list[Request]:
         solo = self.estimate(1)
-        while self._heap and now + solo > self._heap[0][0]:
-            dropped.append(heapq.heappop(self._heap)[2])
-        if not self._heap:
-            return None, dropped
-        first = self._heap[0][0]
-        fits = [b for b in self.sizes if b <= len(self._heap) and now + self.estimate(b) <= first]
-        bs = max(fits, default=1)
-        take = [heapq.heappop(self._heap)[2] for _ in range(bs)]
-        self._in_flight += 1
-        return Batch(take), dropped
+        return self.queue.drop_front(lambda r: now + solo > r.deadline)
 
-    def on_batch_done(self, batch: Batch, now: float, measured_ms: float) -> None:
-        self._in_flight -= 1
-
-    def next_wakeup(self, now: float) -> float | None:
-        return None
-
-    def pending(self) -> int:
-        return len(self._heap)
+    def size(self, now: float) -> int:
+        first = self.queue.front.deadline
+        n = len(self.queue)
+        fits = [b for b in self.sizes if b <= n and now + self.estimate(b) <= first]
+        return max(fits, default=1)

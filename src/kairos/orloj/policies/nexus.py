@@ -9,7 +9,7 @@ every 10 s from the measured arrival rate. At run time requests wait in one FIFO
 the worker is free, requests at the head that cannot finish even if started now
 (now + l(b) > deadline) are dropped early, and up to b of the rest run (any size up to b, as
 Nexus profiles every batch size; `fixed_sizes=True`: the largest size in S not above the queue
-length and b, issue 19's comparison at equal granularity). Variance makes real
+length and b, to compare with Clockwork at equal granularity). Variance makes real
 batches longer than l(b), so the queue never settles: this is why Nexus collapses on dynamic
 DNNs.
 """
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kairos.orloj.batchdist import BatchLatencyModel
+from kairos.orloj.policies.base import OneBatchPolicy
 from kairos.orloj.policies.common import (
     DEFAULT_BATCH_SIZES,
-    FifoQueue,
     batch_sizes,
     largest_size,
     pooled_mean,
@@ -42,7 +42,7 @@ def plan_batch_size(
     return max(overload, default=1)
 
 
-class NexusPolicy:
+class NexusPolicy(OneBatchPolicy):
     name = "nexus"
 
     def __init__(
@@ -56,6 +56,7 @@ class NexusPolicy:
         mean_ms: float | None = None,
         fixed_sizes: bool = False,
     ) -> None:
+        super().__init__()
         self.model = model
         self.fixed_sizes = fixed_sizes
         self.slo_ms = slo_ms
@@ -65,10 +66,8 @@ class NexusPolicy:
         self.mean_ms = mean_ms
         self.plan = 1
         self.plans: list[tuple[float, int]] = []  # (time, b): the plan history
-        self._queue = FifoQueue()
         self._arrived_since_plan = 0
         self._planned_at = 0.0
-        self._in_flight = 0
         self._replan(0.0)
 
     def exec_ms(self, b: int) -> float:
@@ -96,31 +95,20 @@ class NexusPolicy:
 
     def on_arrival(self, request: Request, now: float) -> list[Request]:
         self._maybe_replan(now)
-        self._queue.append(request)
         self._arrived_since_plan += 1
-        return []
+        return super().on_arrival(request, now)
 
     def next_batch(self, now: float) -> tuple[Batch | None, list[Request]]:
-        self._maybe_replan(now)
-        dropped: list[Request] = []
-        if self._in_flight:
-            return None, dropped
+        self._maybe_replan(now)  # also while a batch is out: the plan follows the clock
+        return super().next_batch(now)
+
+    def drop(self, now: float) -> list[Request]:
         ell = self.exec_ms(self.plan)
-        dropped = self._queue.drop_front(lambda r: now + ell > r.deadline)
-        if not self._queue:
-            return None, dropped
-        n = min(len(self._queue), self.plan)
-        if self.fixed_sizes:
-            n = largest_size(self.sizes, n)
-        take = self._queue.take(n)
-        self._in_flight += 1
-        return Batch(take, meta={"plan": float(self.plan)}), dropped
+        return self.queue.drop_front(lambda r: now + ell > r.deadline)
 
-    def on_batch_done(self, batch: Batch, now: float, measured_ms: float) -> None:
-        self._in_flight -= 1
+    def size(self, now: float) -> int:
+        n = min(len(self.queue), self.plan)
+        return largest_size(self.sizes, n) if self.fixed_sizes else n
 
-    def next_wakeup(self, now: float) -> float | None:
-        return None
-
-    def pending(self) -> int:
-        return len(self._queue)
+    def meta(self) -> dict[str, float]:
+        return {"plan": float(self.plan)}

@@ -6,11 +6,12 @@ first, so viable sets stay nested; a request leaving Q_1 is timed out); pick the
 batch size (`bs_order`); fire that queue's milestones and pop its top-bs requests by score.
 The state the iteration works on lives in `queues.ScoredQueues`; the distributions, tables
 and estimates in `store.DistributionStore`, rebuilt off the hot path by `on_profile`, and by
-`on_batch_done` when speed feedback is on and the machine's speed moved (rare: a few times
-per thousand batches under a steady slowdown, none at the profiled speed).
+`on_batch_done` when speed feedback is on and the machine's speed moved (rare under a steady
+slowdown, never at the profiled speed: only a move past `speed_tolerance` rebuilds).
 
-Pure (ARCHITECTURE principle 1): time is the `now` it is handed (kept monotone), no I/O, no
-randomness. The same object drives the simulator and the real server.
+Pure (docs/architecture.md, "A policy decides; it does not act"): time is the `now` it is
+handed (kept monotone), no I/O, no randomness. The same object drives the simulator and the
+real server.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ class OrlojPolicy:
         if batch_model is not None:
             options["batch_model"] = batch_model
         if sizes is not None:
-            # both given and different: say so (issue 19's "every batch size" ablation was
-            # silently run at the spec's S because `make_system` passes `sizes=`)
+            # both given and different: say so, rather than let `sizes=` (which `make_system`
+            # passes) silently override an ablation's `batch_sizes`
             if "batch_sizes" in options and tuple(options["batch_sizes"]) != tuple(sizes):
                 raise ValueError(
                     f"batch sizes given twice ({tuple(sizes)} and {options['batch_sizes']}):"
@@ -70,16 +71,7 @@ class OrlojPolicy:
         self.windows = LatencyWindows(
             cfg.n_bins, cfg.window_ms, cfg.min_window_samples, cfg.grid_headroom
         )
-        self.store = DistributionStore(
-            self.windows,
-            self.sizes,
-            cfg.batch_model,
-            cfg.batch_dist_mode,
-            cfg.b,
-            cfg.drop_estimator,
-            cfg.pooled,
-            cfg.cost_mean,
-        )
+        self.store = DistributionStore(self.windows, cfg)
         self.queues = ScoredQueues(self.sizes, cfg.index, self.store, cfg.b)
         self.speed = (
             SpeedTracker(cfg.speed_window, cfg.speed_tolerance) if cfg.speed_window else None

@@ -11,11 +11,11 @@ latency or deadlines; `drop_expired=True` discards requests already past their d
 
 from __future__ import annotations
 
-from kairos.orloj.policies.common import FifoQueue
-from kairos.orloj.policy import Batch, ProfileSnapshot, Request
+from kairos.orloj.policies.base import OneBatchPolicy
+from kairos.orloj.policy import Request
 
 
-class TimeoutBatcher:
+class TimeoutBatcher(OneBatchPolicy):
     name = "timeout"
 
     def __init__(
@@ -23,41 +23,23 @@ class TimeoutBatcher:
     ) -> None:
         if max_batch_size < 1 or max_queue_delay_ms < 0:
             raise ValueError("need max_batch_size >= 1 and max_queue_delay_ms >= 0")
+        super().__init__()
         self.max_batch_size = max_batch_size
         self.max_queue_delay_ms = max_queue_delay_ms
         self.drop_expired = drop_expired
-        self._queue = FifoQueue()
-        self._in_flight = 0
 
-    def on_arrival(self, request: Request, now: float) -> list[Request]:
-        self._queue.append(request)
-        return []
+    def drop(self, now: float) -> list[Request]:
+        if not self.drop_expired:
+            return []
+        return self.queue.drop_front(lambda r: r.deadline <= now)
 
-    def next_batch(self, now: float) -> tuple[Batch | None, list[Request]]:
-        dropped: list[Request] = []
-        if self._in_flight:
-            return None, dropped
-        if self.drop_expired:
-            dropped = self._queue.drop_front(lambda r: r.deadline <= now)
-        if not self._queue:
-            return None, dropped
-        full = len(self._queue) >= self.max_batch_size
-        if not full and now < self._queue[0].release + self.max_queue_delay_ms:
-            return None, dropped
-        take = self._queue.take(self.max_batch_size)
-        self._in_flight += 1
-        return Batch(take), dropped
-
-    def on_batch_done(self, batch: Batch, now: float, measured_ms: float) -> None:
-        self._in_flight -= 1
+    def size(self, now: float) -> int:
+        full = len(self.queue) >= self.max_batch_size
+        if not full and now < self.queue.front.release + self.max_queue_delay_ms:
+            return 0
+        return self.max_batch_size
 
     def next_wakeup(self, now: float) -> float | None:
-        if self._in_flight or not self._queue or len(self._queue) >= self.max_batch_size:
+        if self.in_flight or not len(self.queue) or len(self.queue) >= self.max_batch_size:
             return None
-        return self._queue[0].release + self.max_queue_delay_ms
-
-    def on_profile(self, snapshot: ProfileSnapshot) -> None:
-        return None
-
-    def pending(self) -> int:
-        return len(self._queue)
+        return self.queue.front.release + self.max_queue_delay_ms

@@ -1,7 +1,8 @@
 """`kairos orloj serve | loadgen | calibrate`: the real runtime from the command line.
 
     kairos orloj calibrate --model decoder --out results/orloj/decoder-cal.json
-    kairos orloj serve --policy orloj --model decoder --calibration results/orloj/decoder-cal.json
+    kairos orloj serve --policy orloj --model decoder \\
+        --calibration results/orloj/decoder-cal.json --decision-log results/orloj/decisions.jsonl
     kairos orloj loadgen --url http://127.0.0.1:8000 --model decoder \\
         --calibration results/orloj/decoder-cal.json --load 0.6 --slo-mult 2 --requests 600
 
@@ -183,8 +184,12 @@ def register(group: typer.Typer) -> None:
         restart_window_s: float = 300.0,
         log_level: str = "info",
         quick: Annotated[bool, typer.Option(help="Shorter calibration")] = False,
+        decision_log: Annotated[
+            Path | None, typer.Option(help="Write every batch and drop to this file (JSON lines)")
+        ] = None,
     ) -> None:
         """Serve the model with one policy: POST /v1/infer, GET /v1/stats, /health, /metrics."""
+        from kairos.orloj.decisions import open_log
         from kairos.orloj.profiler import Profiler
         from kairos.orloj.runtime.dispatcher import Dispatcher
         from kairos.orloj.runtime.executor import Executor, ThreadExecutor
@@ -236,6 +241,14 @@ def register(group: typer.Typer) -> None:
         except ValueError as exc:
             executor.stop()
             raise typer.BadParameter(str(exc)) from None
+        log = None
+        if decision_log is not None:
+            meta = {"run": "serve", "policy": policy, "model": served.kind, "slo_ms": slo}
+            try:
+                log = open_log(decision_log, meta)
+            except ValueError as exc:
+                executor.stop()
+                raise typer.BadParameter(str(exc), param_hint="--decision-log") from None
         dispatcher = Dispatcher(
             pol,
             served,
@@ -246,6 +259,7 @@ def register(group: typer.Typer) -> None:
             predict=cal.predict(served),
             max_restarts=max_restarts,
             restart_window_s=restart_window_s,
+            recorder=log,
         )
         check = cal.check()
         ran = getattr(pol, "sizes", None)  # Clipper's AIMD has a cap, not a list
@@ -259,6 +273,8 @@ def register(group: typer.Typer) -> None:
             serve(create_app(dispatcher, app_map, settings, info), settings)
         finally:
             executor.stop()
+            if log is not None:
+                log.close()
 
     @group.command("loadgen")
     def loadgen_cmd(

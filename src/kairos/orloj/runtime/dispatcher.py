@@ -22,13 +22,15 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from kairos.orloj.driver import Driver, DriverStats
+from kairos.decisions import Recorder
+from kairos.orloj.driver import Driver
 from kairos.orloj.policy import Batch, BatchPolicy, Request
 from kairos.orloj.profiler import Profiler
 from kairos.orloj.runtime.executor import ThreadExecutor
 from kairos.orloj.runtime.models import ServedModel
 from kairos.orloj.runtime.process import ProcessExecutor
 from kairos.orloj.runtime.results import Completion, Overloaded, Unavailable
+from kairos.orloj.stats import DriverStats
 from kairos.orloj.worker import BatchRun, Delivery, SoloRun, Worker
 from kairos.sim import AsyncioClock
 
@@ -77,7 +79,8 @@ class Dispatcher:
     """Serves `policy` over `executor` (default: a worker process for `model`). An executor
     that is not running yet is started and stopped with the dispatcher; a running one is only
     borrowed (share one between runs). `offline` is the warm-start profile; `predict` (the
-    calibration's g_k) feeds the drift statistic. A policy and profiler kept from an earlier
+    calibration's g_k) feeds the drift statistic; `recorder` gets every decision (a decision
+    log). A policy and profiler kept from an earlier
     run carry what that run learned (what the profiler measured after its last snapshot is
     handed over at start), as a long-running server would.
 
@@ -99,8 +102,10 @@ class Dispatcher:
         max_restarts: int = 3,
         restart_window_s: float = 300.0,
         watch_s: float = 0.05,
+        recorder: Recorder | None = None,
     ) -> None:
         self.policy = policy
+        self.recorder = recorder
         self.model = model
         self.profiler = profiler or Profiler()
         self.offline = offline
@@ -149,8 +154,9 @@ class Dispatcher:
         """Warm-start the policy, start (or borrow) the worker, start deciding.
 
         Everything allocated so far (torch, the model, the policy's tables) is moved out of
-        the garbage collector's reach (`gc.freeze`): a full collection over it paused the
-        event loop for 100-160 ms mid-run, during which no batch could be dispatched."""
+        the garbage collector's reach (`gc.freeze`): a full collection over it pauses the
+        event loop mid-run for longer than a batch, and no batch is dispatched meanwhile
+        (docs/orloj.md, "The real server")."""
         self._loop = loop = asyncio.get_running_loop()
         if self.executor.outstanding:
             raise RuntimeError("the executor still runs another dispatcher's jobs")
@@ -164,6 +170,7 @@ class Dispatcher:
             on_end=self._answer,
             predict=self.predict,
             history=10_000,
+            recorder=self.recorder,
         )
         self.driver.stats = self.stats  # one record across the dispatcher's life
         self.driver.warm_start(self.offline)

@@ -43,7 +43,7 @@ def timed_run(
     return outputs, start, clock_ms()
 
 
-# every batch size a default policy may run (Orloj any size up to 16, issue 19), not only the
+# every batch size a default policy may run (Orloj any size up to 16), not only the
 # calibrated 1, 2, 4, 8, 16: a size first seen under load pays its allocations then
 WARM_SIZES: tuple[int, ...] = tuple(range(1, 17))
 

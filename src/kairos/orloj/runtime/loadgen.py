@@ -11,8 +11,8 @@ epoch ms), from which the server starts its deadline (loopback clocks agree), an
 judges every answer on receipt: the headline `finish_rate` counts a request only if the server
 answered 200 with outcome `ok` AND the client got that answer within the SLO of sending it.
 `server_finish_rate` is the server's verdict alone (outcome `ok`); the two differ by the time
-lost outside the server (issue 19 measured 0.388 by the server against 0.062 at the client
-with a CPU job beside the client). 429/503, other errors and transport failures count against
+lost outside the server, which a busy client machine makes large (docs/orloj.md,
+"End-to-end deadlines"). 429/503, other errors and transport failures count against
 both like drops do. `stamp=False` sends no stamp: the server then times from its own arrival
 stamp, the only view a server has of a client that does not say when it sent.
 """

@@ -1,5 +1,5 @@
 """What the dispatcher hands back: a `Completion` per request, or an error. What it counts
-while serving is the driver's (`kairos.orloj.driver.DriverStats`, read by `report`)."""
+while serving is the driver's (`kairos.orloj.stats.DriverStats`, read by `report`)."""
 
 from __future__ import annotations
 
