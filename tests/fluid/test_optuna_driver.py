@@ -37,3 +37,17 @@ def test_a_minimising_study_is_refused_with_the_fix() -> None:
     study = optuna.create_study(direction="minimize")
     with pytest.raises(ValueError, match="direction='maximize'"):
         OptunaTuner(study, {}, 3, 1)
+
+
+def test_a_space_that_does_not_name_the_workloads_dimensions_is_refused() -> None:
+    w = preset("cifar")  # four dimensions: x0..x3
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(0))
+    short = OptunaTuner(study, {"x0": FloatDistribution(0, 1)}, max_t=3, n_trials=2)
+    with pytest.raises(ValueError, match="must name exactly x0, x1, x2, x3"):
+        simulate(w, short, 8, True, seed=0)
+    wide = {f"x{i}": FloatDistribution(0, 2) for i in range(w.dims)}
+    with pytest.raises(ValueError, match=r"must lie in \[0, 1\]"):
+        simulate(w, OptunaTuner(study, wide, max_t=3, n_trials=16, concurrency=2), 8, True, seed=0)
+    full = {f"x{i}": FloatDistribution(0, 1) for i in range(w.dims)}
+    result = simulate(w, OptunaTuner(study, full, max_t=3, n_trials=2), 8, True, seed=0)
+    assert result.trials == 2  # the same study, with the space named right, runs

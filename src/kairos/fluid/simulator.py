@@ -17,6 +17,7 @@ import numpy as np
 from kairos.decisions import Recorder
 from kairos.fluid.backend import Outcome
 from kairos.fluid.core import profiler
+from kairos.fluid.core.gate import Needs, steady_live, what_can_pay
 from kairos.fluid.core.model import Limits
 from kairos.fluid.core.placement import Placement
 from kairos.fluid.device_model import DeviceModel
@@ -113,12 +114,22 @@ class SessionProfile:
 
 
 def profile_session(
-    workload: Workload, device: DeviceModel, seed: int, noise: float = 0.05
+    workload: Workload,
+    device: DeviceModel,
+    seed: int,
+    noise: float = 0.05,
+    needs: Needs | None = None,
 ) -> SessionProfile:
     """Spec 3.3 on a typical configuration (the centre of the space): one iteration of p
     co-located copies for p = 1, 2, ... and one at each gang width 1, 2, ..., each series up to
     the first step that no longer pays. Every measurement carries +-`noise` relative error. The
-    two series run side by side on different GPUs, so the session pays the longer one."""
+    two series run side by side on different GPUs, so the session pays the longer one; a
+    series the plan cannot use (`needs`, core/gate.py) is neither run nor charged, and its
+    limit stays 1. The noise of both is drawn either way, so that what one series measures
+    does not depend on whether the other ran."""
+    needs = needs or Needs(packing=True, scaling=True)
+    if not needs.anything:
+        raise ValueError("nothing to profile: the plan uses neither packing nor scaling")
     rng = np.random.default_rng(_key(seed, "profile"))
     me = workload.typical()
 
@@ -127,15 +138,16 @@ def profile_session(
 
     packing = [measured(device.packed(me, [me] * (p - 1))) for p in range(1, profiler.C_MAX + 1)]
     scaling = [measured(device.gang(me, w)) for w in range(1, profiler.W_MAX + 1)]
-    c = profiler.packing_limit(packing)
-    d = profiler.scaling_limit(scaling)
-    seconds = max(sum(packing[: c + 1]), sum(scaling[: d + 1]))
+    c = profiler.packing_limit(packing) if needs.packing else 1
+    d = profiler.scaling_limit(scaling) if needs.scaling else 1
+    packing = packing[: c + 1] if needs.packing else []
+    scaling = scaling[: d + 1] if needs.scaling else []
     return SessionProfile(
         Limits(c=c, d=d),
         profiler.fit_alpha(packing, c),
         profiler.fit_beta(scaling, d),
-        packing[0],
-        seconds,
+        (packing or scaling)[0],
+        max(sum(packing), sum(scaling)),
         packing,
         scaling,
     )
@@ -153,6 +165,7 @@ class SimResult:
     resizes: int
     limits: Limits
     profile_seconds: float
+    needs: Needs | None = None  # what the gate found the plan could use (None: no Fluid asked)
 
 
 def simulate(
@@ -173,12 +186,21 @@ def simulate(
 ) -> SimResult:
     """One tuning job to its target (or to the tuner's end; with `to_target` False, until
     every trial is done: a group's makespan). `limits` overrides what the profiler picks (the
-    ablations: packing only, scaling only). `recorder` receives the driver's decisions."""
+    ablations: packing only, scaling only). `recorder` receives the driver's decisions.
+
+    With Fluid and no `limits`, the gate (core/gate.py) first decides from the tuner's steady
+    live-trial count what the plan can use: when nothing, Fluid runs the baseline schedule and
+    profiles nothing, so it cannot be slower; otherwise only the usable series is profiled."""
     device = device or DeviceModel()
     loop = EventLoop()
     clock = SimClock(loop)
     backend = SimBackend(clock, workload, device, seed, n_gpus, resize_cost=eps)
-    profile = profile_session(workload, device, seed) if fluid else None
+    needs = what_can_pay(n_gpus, steady_live(tuner)) if fluid else None
+    if needs is not None and limits is None and not needs.anything:
+        fluid = False  # the plan is the baseline's: run it, at no cost
+    elif needs is not None and limits is not None:
+        needs = Needs(packing=True, scaling=True)  # an ablation fixes the limits itself
+    profile = profile_session(workload, device, seed, needs=needs) if fluid and needs else None
     start = profile.seconds if profile and profile_cost else 0.0
     target = workload.target if to_target else None
     if profile is not None:
@@ -212,4 +234,5 @@ def simulate(
         resizes=stats.resizes,
         limits=config.limits if fluid else Limits(),
         profile_seconds=start,
+        needs=needs,
     )

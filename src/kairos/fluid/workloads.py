@@ -58,8 +58,24 @@ class Workload:
         d2 = ((self.centers() - x) ** 2).sum(axis=1)
         return float(np.exp(-d2 / (2 * 0.25**2)).max())
 
+    def point(self, config: dict[str, Any]) -> np.ndarray:
+        """The configuration as a point of the unit cube. A search space must name exactly
+        `x0`..`x{dims-1}`, each in [0, 1] (an Optuna space, a Tune param_space): a missing,
+        extra or out-of-range name would otherwise fail deep in a run or be silently ignored."""
+        names = [f"x{i}" for i in range(self.dims)]
+        if sorted(config) != sorted(names):
+            raise ValueError(
+                f"workload {self.name!r} has {self.dims} dimensions: a configuration must name "
+                f"exactly {', '.join(names)} (each in [0, 1]), got {', '.join(sorted(config))}"
+            )
+        x = np.array([float(config[n]) for n in names])
+        if not np.all((x >= 0.0) & (x <= 1.0)):
+            bad = {n: config[n] for n, v in zip(names, x, strict=True) if not 0.0 <= v <= 1.0}
+            raise ValueError(f"workload {self.name!r}: values must lie in [0, 1], got {bad}")
+        return x
+
     def truth(self, config: dict[str, Any], rng: np.random.Generator) -> TrialTruth:
-        x = np.array([float(config[f"x{i}"]) for i in range(self.dims)])
+        x = self.point(config)
         q = self.quality(x)
         spread = rng.lognormal(-(self.runtime_cv**2) / 2, self.runtime_cv) if self.runtime_cv else 1
         size = 0.6 + 0.8 * x[0]  # the first coordinate stands for model width (1 at the centre)

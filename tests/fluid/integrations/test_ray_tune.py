@@ -93,3 +93,30 @@ def test_a_trial_of_two_bundles_trains_as_a_gloo_gang_equal_to_one_process(
     alone = DigitsMLP(config)
     expected = [alone.step() for _ in range(3)]
     assert list(history["accuracy"]) == pytest.approx(expected, abs=0.006)  # a sample or two
+
+
+def test_a_cluster_without_the_devices_is_refused_with_the_ray_init_to_use() -> None:
+    fluid = FluidScheduler(ASHAScheduler(max_t=6), devices=4, limits=Limits(c=2, d=2), max_t=6)
+    fluid.check_cluster({"CPU": 8.0, "vgpu": 4.0})  # enough: no error
+    with pytest.raises(RuntimeError, match=r"ray\.init\(resources=\{'vgpu': 4\}\)"):
+        fluid.check_cluster({"CPU": 8.0})
+    with pytest.raises(RuntimeError, match="has 2"):
+        fluid.check_cluster({"CPU": 8.0, "vgpu": 2.0})
+    on_gpus = FluidScheduler(
+        ASHAScheduler(max_t=6), devices=4, limits=Limits(c=2, d=2), max_t=6, resource="GPU"
+    )
+    with pytest.raises(RuntimeError, match=r"num_gpus"):
+        on_gpus.check_cluster({"CPU": 8.0, "GPU": 1.0})
+
+
+def test_tune_fails_at_the_first_trial_instead_of_waiting(local_ray: None, tmp_path: Path) -> None:
+    # the local cluster has 2 vgpu; a scheduler planning over 4 would leave Tune waiting
+    fluid = FluidScheduler(ASHAScheduler(max_t=2), devices=4, limits=Limits(c=2, d=2), max_t=2)
+    tuner = tune.Tuner(
+        tune.with_resources(train_digits, fluid.initial_resources()),
+        param_space={"x0": 0.5, "x1": 0.4},
+        tune_config=tune.TuneConfig(scheduler=fluid, metric="accuracy", mode="max"),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+    )
+    with pytest.raises(Exception, match=r"ray\.init\(resources=\{'vgpu': 4\}\)"):
+        tuner.fit()

@@ -11,6 +11,10 @@ SPEEDUP_BY_ALGORITHM = {
     "bohb": "about 30% (sec. 3.1); async 10-30% (Figs 3.7/3.8)",
     "pbt": "small gain, 'limited' (Fig 3.7); no number given",
 }
+FIG_3_10 = (
+    "Fig 3.10: ASHA, FLUID at K = 8 on 4 GPUs ~ baseline on 8, better on 16 (Ray Tune's "
+    "concurrency = GPU count)"
+)
 TABLE_3_2 = {  # SHA without Fluid: workers -> (utilisation %, runtime)
     2: (81.2, 2356),
     4: (63.0, 1432),

@@ -3,8 +3,12 @@ configurations (its sampler) and which to stop early (its pruner); Fluid decides
 runs. Trials form one rolling TrialGroup of `concurrency` live trials, as in spec 2.2.
 
     study = optuna.create_study(direction="maximize", pruner=optuna.pruners.MedianPruner())
-    tuner = OptunaTuner(study, {"x0": FloatDistribution(0, 1)}, max_t=27, n_trials=32)
+    space = {f"x{i}": FloatDistribution(0, 1) for i in range(workload.dims)}  # all dimensions
+    tuner = OptunaTuner(study, space, max_t=27, n_trials=32)
     simulate(workload, tuner, 8, fluid=True, seed=0)   # or tune_local(tuner, pool, ...)
+
+A simulated workload's configuration is a point of its unit cube, so the space must name
+exactly `x0`..`x{dims-1}` in [0, 1]; anything else is refused at the first trial.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ class OptunaTuner:
         self.pruned: set[str] = set()
         self.asked = 0
         self.group = -1
+        # a group refilled as trials leave keeps `concurrency` live (core/gate.py)
+        self.steady_live = concurrency if n_trials > concurrency else None
 
     def _ask(self) -> TrialSpec:
         trial = self.study.ask(self.space)

@@ -18,6 +18,7 @@ Inside the trainable, `fluid_width(tune.get_context().get_trial_resources())` is
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,25 @@ class FluidScheduler(ResourceChangingScheduler):
         self.t1: dict[str, float] = {}
         self.done: dict[str, int] = {}
         self.decisions: list[dict[str, Any]] = []  # every width Fluid set, in order
+        self._checked = False
+
+    def check_cluster(self, resources: Mapping[str, float]) -> None:
+        """Tune waits forever for a placement group the cluster cannot hold, without a word,
+        so a cluster with fewer `resource` devices than Fluid plans over is refused at the
+        first trial, with the `ray.init` that fixes it."""
+        have = float(resources.get(self.resource, 0.0))
+        if have >= self.devices:
+            return
+        fix = (
+            "start Ray with ray.init(num_gpus=...) on GPU hosts, or pass devices= what it has"
+            if self.resource == "GPU"
+            else f"start Ray with ray.init(resources={{{self.resource!r}: {self.devices}}}) "
+            f"(CPU-only hosts), or pass resource='GPU' on a GPU cluster"
+        )
+        raise RuntimeError(
+            f"FluidScheduler plans over {self.devices} devices of resource {self.resource!r}, "
+            f"but the Ray cluster has {have:g}; Tune would wait forever: {fix}"
+        )
 
     def initial_resources(self) -> PlacementGroupFactory:
         """The resources every trial is created with (Tune needs one shape to start from);
@@ -98,6 +118,11 @@ class FluidScheduler(ResourceChangingScheduler):
         return width_resources(width, self.resource, self.cpus)
 
     def on_trial_add(self, tune_controller: Any, trial: Any, **kwargs: Any) -> None:
+        if not self._checked:
+            import ray
+
+            self.check_cluster(ray.cluster_resources())
+            self._checked = True
         super().on_trial_add(tune_controller, trial, **kwargs)
         # StaticFluid before anything is measured: equal work over the live trials it expects
         width = water_fill(1.0, float(self.concurrency), self.devices, self.limits)

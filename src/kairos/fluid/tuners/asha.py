@@ -46,6 +46,8 @@ class ASHA:
         self.configs: dict[str, Config] = {}
         self.live = 0
         self.group = -1
+        # a group refilled as trials leave keeps `concurrency` live (core/gate.py)
+        self.steady_live = concurrency if n > concurrency else None
 
     def _next(self) -> TrialSpec:
         trial_id = f"t{len(self.configs)}"

@@ -28,6 +28,7 @@ class PBT:
         self.configs: dict[str, Config] = {}
         self.group = -1
         self.count = 0
+        self.steady_live = population  # a replaced member's successor joins at once
 
     def _spec(self, config: Config, parent: str | None = None, at: int = 0) -> TrialSpec:
         trial_id = f"p{self.count}"
