@@ -1,14 +1,12 @@
 """Event-driven simulator of many FL jobs sharing a device fleet under one Venn policy.
 
-It runs on `kairos.sim.EventLoop` and drives the real `ResourceManager` exactly as a service
-would: jobs register and submit one request per round attempt; each check-in asks the manager
-for a job; dispatched devices start after a small delay, run for their response time and report
-back unless they go offline first. Round rules (spec §2.3, `kairos.fl.timing.RoundRule`): a
-round succeeds as soon as `needed` responses arrive (the rest are withdrawn and later answers
-are stragglers); at the deadline it succeeds if enough devices were dispatched and enough of
-them answered, and otherwise aborts and is resubmitted `resubmit_s` later. Events: job arrival,
-request submit, check-in, task done, round deadline; the run ends when every job has finished,
-or at `max_days` (unfinished jobs are reported).
+It is Venn's `Driver` (`kairos.venn.driver`: the round lifecycle the service runs too) on a
+`SimClock`, with simulated devices and jobs around it: check-ins come from the fleet's trace,
+each device the driver dispatches starts after a small delay, runs for its response time and
+reports back unless it goes offline first, and a job submits its next round `resubmit_s` after
+a success. Events: job arrival, round submission, check-in, task done, and the driver's round
+deadlines and resubmissions; the run ends when every job has finished, or at `max_days`
+(unfinished jobs are reported).
 """
 
 from __future__ import annotations
@@ -18,10 +16,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from kairos.decisions import Recorder
 from kairos.fl.jobs import FLJob
-from kairos.sim import EventHandle, EventLoop
+from kairos.sim import EventLoop, SimClock
+from kairos.venn.driver import Driver, DriverConfig, Job, Round
 from kairos.venn.fleet import CheckInChunk, Fleet
 from kairos.venn.manager import ResourceManager
 from kairos.venn.policy import DevicePolicy
@@ -31,27 +31,13 @@ from kairos.venn.supply import SupplyMonitor
 DAY_S = 86_400.0
 
 
-class SimConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class SimConfig(DriverConfig):
+    """The driver's settings (`resubmit_s`, `tell_rounds`) and the simulation's own."""
 
-    resubmit_s: float = Field(0.1, ge=0)  # gap before the next round / a retried round
     max_days: float = Field(60.0, gt=0)
     replan_period_s: float = Field(600.0, gt=0)
     supply_window: str = "24h"  # or e.g. "count:1000"
-    tell_rounds: bool = False  # give the manager each job's number of rounds
     one_task_per_day: bool = False  # for traces where a device checks in more than daily
-
-
-@dataclass
-class _Round:
-    run: _Run
-    idx: int
-    submit: float
-    deadline: EventHandle | None = None
-    dispatched: int = 0
-    responses: int = 0
-    sched_done: float = math.nan
-    open: bool = True
 
 
 @dataclass
@@ -59,28 +45,29 @@ class _Run:
     index: int
     job: FLJob
     record: JobRecord
-    round: _Round | None = None
-    done: bool = False
-    needed: int = 0  # responses that close a round (cached: read on every dispatch)
 
 
 class Simulator:
+    """Simulated device sessions and jobs around the driver, and the run's accounting."""
+
     def __init__(
         self,
         policy: DevicePolicy,
         jobs: Sequence[FLJob],
         fleet: Fleet,
         config: SimConfig | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.cfg = config or SimConfig()
         self.fleet = fleet
         self.loop = EventLoop()
-        self.manager = ResourceManager(
+        manager = ResourceManager(
             policy,
             fleet.requirements,
             SupplyMonitor.parse(self.cfg.supply_window),
             replan_period_s=self.cfg.replan_period_s,
         )
+        self.driver = Driver(manager, SimClock(self.loop), self, self.cfg, recorder)
         for job in jobs:
             if job.requirement not in fleet.requirements:
                 raise ValueError(
@@ -94,7 +81,6 @@ class Simulator:
                 JobRecord(
                     j.job_id, j.template, j.requirement.name, j.arrival, j.participants, j.rounds
                 ),
-                needed=j.needed,
             )
             for i, j in enumerate(jobs)
         }
@@ -108,6 +94,10 @@ class Simulator:
         self._chunk: CheckInChunk = fleet.chunk(0)
         self._i = 0
 
+    @property
+    def manager(self) -> ResourceManager:
+        return self.driver.manager
+
     # -- run -------------------------------------------------------------------------------
     def run(self) -> SimResult:
         start = time.perf_counter()
@@ -116,7 +106,8 @@ class Simulator:
         self._schedule_checkin()
         self.loop.run(until=self.cfg.max_days * DAY_S)
         res = self.result
-        res.end_time = max((r.record.finish for r in self.runs.values() if r.done), default=0.0)
+        finished = (r.record.finish for r in self.runs.values() if math.isfinite(r.record.finish))
+        res.end_time = max(finished, default=0.0)
         if self._active:
             res.end_time = self.loop.now
         res.checkins = self.manager.stats.checkins
@@ -162,81 +153,53 @@ class Simulator:
         if self.cfg.one_task_per_day and self._used_day[dev] == int(t // DAY_S):
             return
         cap = self._cap[dev]
-        job_id = self.manager.checkin(t, self._atom[dev], cap)
-        if job_id is None:
+        rnd = self.driver.checkin(t, dev, self._atom[dev], cap)
+        if rnd is None:
             return
         self.result.assigned += 1
         self._used_day[dev] = int(t // DAY_S)
-        rnd = self.runs[job_id].round
-        assert rnd is not None and rnd.open, "the manager dispatched to a closed round"
-        rnd.dispatched += 1
-        if rnd.dispatched == rnd.run.needed:
-            rnd.sched_done = t - rnd.submit
         finish = t + c.delay_s[i] + c.response_s[i]
         if finish <= c.end[i]:
-            self.loop.call_at(finish, self._task_done, rnd, cap, c.response_s[i])
+            self.loop.call_at(finish, self._task_done, rnd, cap, c.response_s[i], dev)
         else:
             self.result.failed += 1
 
-    def _task_done(self, rnd: _Round, cap: float, response_s: float) -> None:
-        run = rnd.run
+    def _task_done(self, rnd: Round, cap: float, response_s: float, dev: int) -> None:
         self.result.completed += 1
-        if not run.done:
-            self.manager.report_response(run.job.job_id, cap, response_s)
-        if not rnd.open:
-            self.result.wasted += 1
-            return
-        rnd.responses += 1
-        if rnd.responses >= run.needed:
-            self._close(rnd, success=True)
-
-    # -- jobs and rounds -------------------------------------------------------------------
-    def _arrive(self, run: _Run) -> None:
-        job = run.job
-        self.manager.register_job(
-            job.job_id,
-            job.requirement,
-            self.loop.now,
-            rounds=job.rounds if self.cfg.tell_rounds else None,
-            deadline_s=job.rule.deadline_s,
-        )
-        self._submit(run, 0)
-
-    def _submit(self, run: _Run, idx: int) -> None:
         now = self.loop.now
-        rnd = _Round(run, idx, now)
-        run.round = rnd
-        run.record.attempts += 1
-        self.manager.submit_request(run.job.job_id, run.job.request_size, now, round_idx=idx)
-        rnd.deadline = self.loop.call_at(now + run.job.rule.deadline_s, self._deadline, rnd)
+        if not self.driver.respond(now, rnd.job.job_id, rnd.idx, rnd, cap, response_s, dev):
+            self.result.wasted += 1
 
-    def _deadline(self, rnd: _Round) -> None:
-        if not rnd.open:
-            return
-        job = rnd.run.job
-        ok = job.rule.succeeds_at_deadline(job.participants, rnd.dispatched, rnd.responses)
-        self._close(rnd, success=ok)
+    # -- jobs (the driver's listener) ------------------------------------------------------
+    def _arrive(self, run: _Run) -> None:
+        job, now = run.job, self.loop.now
+        self.driver.register(now, job.job_id, job.requirement, job.participants, job.rounds,
+                             job.rule)  # fmt: skip
+        self.driver.submit(now, job.job_id, 0)
 
-    def _close(self, rnd: _Round, success: bool) -> None:
-        run, now = rnd.run, self.loop.now
-        rnd.open = False
-        if rnd.deadline is not None:
-            self.loop.cancel(rnd.deadline)
-        self.manager.close_request(run.job.job_id, now)
+    def _submit(self, job: Job, idx: int) -> None:
+        self.driver.submit(self.loop.now, job.job_id, idx)
+
+    def round_opened(self, rnd: Round) -> None:
+        self.runs[rnd.job.job_id].record.attempts += 1
+
+    def round_closed(self, rnd: Round, now: float, success: bool) -> None:
+        run = self.runs[rnd.job.job_id]
         self.result.rounds.append(
             (run.index, rnd.idx, rnd.submit, rnd.sched_done, now, success, rnd.dispatched)
         )
         if not success:
             run.record.aborts += 1
             self.result.wasted += rnd.responses
-            self.loop.call_after(self.cfg.resubmit_s, self._submit, run, rnd.idx)
-        elif rnd.idx + 1 < run.job.rounds:
-            self.loop.call_after(self.cfg.resubmit_s, self._submit, run, rnd.idx + 1)
-        else:
-            run.done = True
-            run.record.finish = now
-            self.manager.job_finished(run.job.job_id, now)
-            self._active -= 1
+
+    def next_round(self, job: Job, now: float) -> None:
+        """The simulated job submits its next round `resubmit_s` after a success."""
+        idx = job.round.idx + 1 if job.round is not None else 0
+        self.loop.call_after(self.cfg.resubmit_s, self._submit, job, idx)
+
+    def job_finished(self, job: Job, now: float) -> None:
+        self.runs[job.job_id].record.finish = now
+        self._active -= 1
 
 
 def simulate(
@@ -244,6 +207,8 @@ def simulate(
     jobs: Sequence[FLJob],
     fleet: Fleet,
     config: SimConfig | None = None,
+    recorder: Recorder | None = None,
 ) -> SimResult:
-    """Run one simulation to completion (or `max_days`) and return its result."""
-    return Simulator(policy, jobs, fleet, config).run()
+    """Run one simulation to completion (or `max_days`) and return its result; with a
+    `recorder`, the driver's inputs and decisions go to it too."""
+    return Simulator(policy, jobs, fleet, config, recorder).run()

@@ -1,10 +1,10 @@
 """What a Venn policy sees: a frozen snapshot of the resource manager's state.
 
-Policies are pure (ARCHITECTURE principle 1): they read a `ManagerView` and return a `Plan`
-(see `plans.py`). The view carries only what a real resource manager knows: the pending
-resource requests, the supply rate of every device atom (signature), how many jobs are in the
-system, and the response-time profiles the jobs have reported. It never carries a job's future
-(true response times, remaining rounds unless the job says so).
+Policies are pure (docs/architecture.md, "a policy decides"): they read a `ManagerView` and
+return a `Plan` (see `plans.py`). The view carries only what a real resource manager knows: the
+pending resource requests, the supply rate of every device atom (signature), how many jobs are
+in the system, and the response-time profiles the jobs have reported. It never carries a job's
+future (true response times, remaining rounds unless the job says so).
 
 A device atom is an int bitmask: bit g is set iff the device meets requirement g. Job group g
 is the set of jobs with requirement g, so a device of atom `a` can serve group g iff

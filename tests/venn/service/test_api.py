@@ -14,7 +14,7 @@ from kairos.runtime.http import BackgroundServer
 from kairos.venn.manager import ResourceManager
 from kairos.venn.policies import make_policy
 from kairos.venn.service.app import ServiceSettings, create_app
-from kairos.venn.service.core import THRESHOLDS, accepted_atom, requirement_of
+from kairos.venn.service.offers import THRESHOLDS, accepted_atom, requirement_of
 from tests.scrape import scrape
 
 KEY = "s3cret"

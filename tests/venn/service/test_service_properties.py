@@ -1,5 +1,6 @@
 """Property tests of the Venn service over its store: random sequences of job registrations,
-rounds, check-ins, offer accepts, results, deadline ticks and restarts.
+rounds, check-ins, offer accepts, results, time passing (deadlines) and restarts. The service's
+driver runs on a `SimClock` the test moves.
 
 Checked after every step:
 - a device never holds two assignments in one round of one job, and is never given a job
@@ -8,6 +9,8 @@ Checked after every step:
   demand minus the devices dispatched to it (what the store recorded), never negative;
 - 0 <= dispatched <= demand, responses <= the devices assigned, and a round closes exactly when
   its responses reach the needed count (a job finishes with its last round);
+- at a deadline a round closes by its `RoundRule` verdict or aborts and is asked for again,
+  with nothing dispatched; a result of an aborted attempt is not counted;
 - what the service holds in memory is what the store holds, and a service restarted on the
   same file describes every job exactly as the last one left it.
 """
@@ -24,7 +27,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from kairos.venn.service.core import THRESHOLDS, ServiceError, VennService, offer_id
+from kairos.fl.timing import RoundRule
+from kairos.sim import EventLoop, SimClock
+from kairos.venn.service.core import ServiceError, VennService
+from kairos.venn.service.offers import THRESHOLDS, offer_id
 from kairos.venn.service.store import Store
 
 REQUIREMENTS: tuple[dict[str, float], ...] = (
@@ -42,11 +48,14 @@ class ServiceMachine(RuleBasedStateMachine):
         self.tmp = tempfile.TemporaryDirectory()
         self.path = Path(self.tmp.name) / "venn.sqlite"
         self.now = 1000.0
+        self.loop = EventLoop(start=self.now)
         self.svc: VennService | None = None
         self.job_ids: list[str] = []
         self.done_rounds: dict[str, int] = {}  # job -> rounds closed, by the model
         self.served: set[tuple[str, int, str]] = set()  # (job, round, device) assignments
         self.responded: set[tuple[str, int, str]] = set()
+        self.attempt: dict[tuple[str, int], int] = {}  # (job, round) -> aborts so far
+        self.served_in: dict[tuple[str, int, str], int] = {}  # assignment -> its attempt
 
     @initialize(
         policy=st.sampled_from(["venn", "fifo", "srsf", "random"]),
@@ -55,7 +64,7 @@ class ServiceMachine(RuleBasedStateMachine):
     def start(self, policy: str, demands: list[int]) -> None:
         """A service with a few jobs, each with its first round open."""
         self.policy = policy
-        self.svc = VennService(Store(self.path), policy=policy, clock=lambda: self.now)
+        self.svc = VennService(Store(self.path), policy=policy, clock=SimClock(self.loop))
         for i, demand in enumerate(demands):
             self.register(REQUIREMENTS[i % len(REQUIREMENTS)], demand, 2, 30.0, 0.5)
             self.s.post_round(self.job_ids[-1], 0, None)
@@ -109,8 +118,10 @@ class ServiceMachine(RuleBasedStateMachine):
     @rule()
     def checkin(self) -> None:
         offers = self.s.offers()
-        want = {
-            offer_id(j, r.round_idx) for j, r in self.s.rounds.items() if r.dispatched < r.demand
+        want = {  # a round waiting to be asked for again after an abort is not offered yet
+            offer_id(j, r.round_idx)
+            for j, r in self.s.rounds.items()
+            if r.dispatched < r.demand and r.opened <= self.now
         }
         assert {o["offer_id"] for o in offers} == want
         strictness = [sum(o["requirement"].values()) for o in offers]
@@ -149,6 +160,7 @@ class ServiceMachine(RuleBasedStateMachine):
         key = (job_id, round_idx, device)
         assert key not in self.served, f"{device} serves round {round_idx} of {job_id} twice"
         self.served.add(key)
+        self.served_in[key] = self.attempt.get((job_id, round_idx), 0)
         assert self.s.rounds[job_id].round_idx == round_idx
         assert self.s.rounds[job_id].dispatched == before[job_id][1] + 1
         # the accept proves the offer's thresholds, so the job must ask for no more
@@ -171,12 +183,14 @@ class ServiceMachine(RuleBasedStateMachine):
         job_id, round_idx, device = data.draw(st.sampled_from(pending))
         rnd = self.s.rounds.get(job_id)
         got = self.s.result(device, job_id, round_idx)
-        self.responded.add((job_id, round_idx, device))
-        if rnd is None or rnd.round_idx != round_idx:  # its round already completed
+        key = (job_id, round_idx, device)
+        self.responded.add(key)
+        aborted = self.served_in[key] != self.attempt.get((job_id, round_idx), 0)
+        if rnd is None or rnd.round_idx != round_idx or aborted:  # completed, or retried
             assert got == {"accepted": False, "reason": "the round had already completed"}
             return
         assert got["accepted"] is True
-        closes = rnd.responses >= rnd.needed  # rnd was updated in place by the service
+        closes = rnd.responses + 1 >= rnd.needed  # (rnd: the round as it was before)
         assert got["round_complete"] == closes
         if closes:
             self.done_rounds[job_id] += 1
@@ -186,18 +200,37 @@ class ServiceMachine(RuleBasedStateMachine):
 
     @rule(dt=st.floats(1.0, 40.0))
     def tick(self, dt: float) -> None:
-        """Time passes (at least the 1 s between two deadline checks) and the check runs."""
+        """Time passes (no device answers meanwhile): a round whose deadline passes closes if
+        the rule's verdict passes, and otherwise is asked for again with nothing dispatched."""
+        before = {j: (r, self.s.job(j)) for j, r in self.s.rounds.items()}
         self.now += dt
-        self.s.tick()
-        for job_id, rnd in self.s.rounds.items():  # nothing open is past its deadline short
-            deadline = self.s.jobs[job_id].deadline_s
-            assert self.now - rnd.opened <= deadline or rnd.responses >= rnd.needed
+        self.loop.run(until=self.now)
+        after = self.s.rounds
+        for job_id, (rnd, job) in before.items():
+            if self.now < rnd.opened + job.deadline_s:
+                assert after[job_id] == rnd  # nothing happened to it
+                continue
+            rule = RoundRule(deadline_s=job.deadline_s, min_resp_frac=job.min_resp_frac)
+            if rule.succeeds_at_deadline(rnd.demand, rnd.dispatched, rnd.responses):
+                self.done_rounds[job_id] += 1
+                assert job_id not in after
+                assert self.s.job(job_id).rounds_done == self.done_rounds[job_id]
+                continue
+            key = (job_id, rnd.round_idx)
+            self.attempt[key] = self.attempt.get(key, 0) + 1
+            retry = after[job_id]
+            assert retry.round_idx == rnd.round_idx and retry.dispatched == retry.responses == 0
+            # asked for again resubmit_s after an abort (maybe still waiting for that)
+            assert rnd.opened + job.deadline_s < retry.opened <= self.now + 0.1
+        for job_id, rnd in after.items():  # nothing open is past its deadline
+            assert self.now - rnd.opened <= self.s.jobs[job_id].deadline_s
 
     @rule()
     def restart(self) -> None:
         before = [self.s.describe(j) for j in self.s.store.jobs()]
         self.s.store.close()
-        self.svc = VennService(Store(self.path), policy=self.policy, clock=lambda: self.now)
+        self.loop = EventLoop(start=self.now)  # the old service's timers die with it
+        self.svc = VennService(Store(self.path), policy=self.policy, clock=SimClock(self.loop))
         assert [self.s.describe(j) for j in self.s.store.jobs()] == before
 
     # -- invariants ----------------------------------------------------------------------
@@ -218,13 +251,14 @@ class ServiceMachine(RuleBasedStateMachine):
                 assert job_id not in pending
                 continue
             mine = {d for (j, r, d) in self.served if (j, r) == (job_id, rnd.round_idx)}
-            # (responses may exceed dispatched: after a deadline re-dispatch, a device that was
-            # written off can still answer, and its result counts)
             assert 0 <= rnd.dispatched <= rnd.demand and rnd.dispatched <= len(mine)
             assert 0 <= rnd.responses <= len(mine)
             assert rnd.responses < rnd.needed  # it would have closed
             for d in mine:
                 assert store.assignment(job_id, rnd.round_idx, d) is not None
+            if rnd.opened > self.now:  # aborted, asked for again in a moment: nothing yet
+                assert job_id not in pending and rnd.dispatched == 0
+                continue
             # every slot accounted for: the manager still wants exactly the undispatched ones
             left = pending[job_id].remaining if job_id in pending else 0
             assert left == rnd.demand - rnd.dispatched

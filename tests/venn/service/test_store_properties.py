@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kairos.venn.service.core import THRESHOLDS
+from kairos.venn.service.offers import THRESHOLDS
 from kairos.venn.service.store import SCHEMA_VERSION, JobRow, RoundRow, Store
 
 texts = st.text(max_size=30)
@@ -61,7 +61,7 @@ class ModelRound:
 
 class StoreMachine(RuleBasedStateMachine):
     """Jobs with one round open at a time; devices assigned, responding, rounds closed, jobs
-    finished, deadlines re-dispatched; the file closed and reopened at any point."""
+    finished, rounds aborted and reopened; the file closed and reopened at any point."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -126,26 +126,33 @@ class StoreMachine(RuleBasedStateMachine):
         if not waiting:
             return
         r, device = data.draw(st.sampled_from(waiting))
-        job = self.jobs[r.row.job_id]
-        close = r.row.responses + 1 >= r.row.needed
-        finish = close and job.rounds_done + 1 >= job.rounds
-        self.store.respond(job.job_id, r.row.round_idx, device, self.now, close, finish)
+        self.store.respond(r.row.job_id, r.row.round_idx, device, self.now)
         assigned, cap, _ = r.devices[device]
         r.devices[device] = (assigned, cap, self.now)
         r.row.responses += 1
-        if close:
-            r.row.closed = self.now
-            job.rounds_done += 1
-            job.finished = self.now if finish else None
 
     @rule(data=st.data())
-    def redispatch(self, data: st.DataObject) -> None:
+    def close(self, data: st.DataObject) -> None:
         open_ = [r for r in self.rounds.values() if r.row.closed is None]
         if not open_:
             return
         r = data.draw(st.sampled_from(open_))
-        self.store.redispatch(r.row.job_id, r.row.round_idx, self.now)
-        r.row.opened, r.row.dispatched = self.now, r.row.responses
+        job = self.jobs[r.row.job_id]
+        finish = job.rounds_done + 1 >= job.rounds
+        self.store.close_round(job.job_id, r.row.round_idx, self.now, finish)
+        r.row.closed = self.now
+        job.rounds_done += 1
+        job.finished = self.now if finish else None
+
+    @rule(data=st.data(), gap=st.floats(0.0, 1.0))
+    def abort(self, data: st.DataObject, gap: float) -> None:
+        """An abort: the round's next attempt opens `gap` later with nothing counted."""
+        open_ = [r for r in self.rounds.values() if r.row.closed is None]
+        if not open_:
+            return
+        r = data.draw(st.sampled_from(open_))
+        self.store.reopen(r.row.job_id, r.row.round_idx, self.now + gap)
+        r.row.opened, r.row.dispatched, r.row.responses = self.now + gap, 0, 0
 
     @rule(dt=st.floats(0.0, 100.0))
     def advance(self, dt: float) -> None:
@@ -166,13 +173,9 @@ class StoreMachine(RuleBasedStateMachine):
             r = self._open(job_id)
             assert self.store.open_round(job_id) == (None if r is None else r.row)
         for r in self.rounds.values():
-            answered = sum(resp is not None for _, _, resp in r.devices.values())
-            assert r.row.responses == answered  # every response counted once
-            # (after a re-dispatch, a written-off device may still answer: responses can then
-            # exceed dispatched, never the devices assigned)
-            assert 0 <= r.row.responses <= len(r.devices) and 0 <= r.row.dispatched <= len(
-                r.devices
-            )
+            # an attempt counts only what was written since it opened (an abort zeroes both)
+            assert 0 <= r.row.dispatched <= len(r.devices)
+            assert 0 <= r.row.responses <= len(r.devices)
             for device, (assigned, cap, responded) in r.devices.items():
                 got = self.store.assignment(r.row.job_id, r.row.round_idx, device)
                 assert got is not None

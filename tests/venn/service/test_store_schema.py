@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import kairos.venn.service.schema as store_module
+from kairos.sim import EventLoop, SimClock
 from kairos.venn.service.core import VennService
 from kairos.venn.service.store import (
     APPLICATION_ID,
@@ -171,7 +172,7 @@ def test_a_version_0_file_keeps_its_rows_and_is_migrated(tmp_path: Path) -> None
     assert s.open_round("job-a") == RoundRow("job-a", 1, 5, 4, 121.0, 4, 1, None)
     s.close()
     # a service on the migrated file rebuilds the open round: 1 of 5 devices still wanted
-    svc = VennService(Store(path), clock=lambda: 300.0)
+    svc = VennService(Store(path), clock=SimClock(EventLoop(start=300.0)))
     assert svc.manager.open_requests() == 1
     assert [r.remaining for r in svc.manager.view(300.0).requests] == [1]
     described = svc.describe(svc.job("job-a"))

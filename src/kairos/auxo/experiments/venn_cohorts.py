@@ -1,4 +1,4 @@
-"""Cohorts as jobs (issue 16): Auxo's cohorts registered as Venn jobs, or sharing one job.
+"""Cohorts as jobs: Auxo's cohorts registered as Venn jobs, or sharing one job.
 
 One Auxo application (P_total devices a round, R rounds, binary splits at the plan's cohort-
 local rounds) arrives on Venn's scaled fleet beside a trace of other FL jobs

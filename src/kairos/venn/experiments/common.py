@@ -23,7 +23,7 @@ from kairos.venn.experiments.point import VennPoint, run_point
 BASELINES = ("random", "fifo", "srsf", "venn")
 QUICK_SEEDS = (1, 2)
 # Ten seeds resolve a 5% difference: Venn's per-seed SRSF/Venn ratio has a log spread of about
-# 0.05 (issue 18: 0.97-1.16 over 12 seeds), so the 95% CI half-width is about 3.6% at n = 10.
+# 0.05 (0.97-1.16 over 12 seeds), so the 95% CI half-width is about 3.6% at n = 10.
 FULL_SEEDS = tuple(range(1, 11))
 
 

@@ -11,7 +11,9 @@ eligibility attributes: it tests the offered requirements itself (see `core`).
 Errors use the shared JSON shape and name the field: 400 malformed, 401 bad key, 404 unknown
 job/offer/assignment, 409 out of order or expired, 413 too large, 422 an idempotency key reused
 for another body. `/health`, `/metrics`.
-Loopback by default; set `api_key` before exposing it.
+Loopback by default; set `api_key` before exposing it. With `decision_log`, the driver writes
+every input and decision to that file (`kairos.venn.decisions`; replayed by
+`kairos.venn.rerun`).
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from kairos.decisions import DecisionLog
 from kairos.runtime.auth import api_key_dependency
 from kairos.runtime.errors import APIError, install_error_handlers
 from kairos.runtime.json_body import read_model
 from kairos.runtime.middleware import StatusCounter
 from kairos.runtime.prometheus import CONTENT_TYPE, exposition, registry_for
 from kairos.runtime.settings import MIN_BODY_BYTES, HTTPSettings
-from kairos.venn.service.core import ServiceError, VennService
+from kairos.venn.decisions import CODEC, SYSTEM
+from kairos.venn.service.core import ServiceError, VennService, log_meta
 from kairos.venn.service.metrics import VennCollector
 from kairos.venn.service.store import Store
 
@@ -49,6 +53,7 @@ class ServiceSettings(HTTPSettings):
     policy: str = "venn"
     max_body_bytes: int = Field(16 * 1024, ge=MIN_BODY_BYTES)
     retry_after_s: float = Field(1.0, ge=0, description="check-in hint when nothing is offered")
+    decision_log: str | None = Field(None, description="write the driver's decisions here")
 
 
 class Thresholds(BaseModel):
@@ -127,12 +132,24 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = Store(db if db is not None else settings.db)
-        holder["svc"] = VennService(store, policy=settings.policy)
+        log = None
+        try:
+            service = VennService(store, policy=settings.policy)
+            if settings.decision_log is not None:  # from here on: after the rebuild
+                log = DecisionLog(settings.decision_log, CODEC, SYSTEM, log_meta(service))
+                service.driver.recorder = log
+        except BaseException:
+            store.close()  # (and its lock) for the next attempt
+            raise
+        holder["svc"] = service
         try:
             yield
         finally:
             holder.pop("svc")
+            service.driver.stop()
             store.close()
+            if log is not None:
+                log.close()
 
     app = FastAPI(
         title="kairos Venn", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None

@@ -1,9 +1,12 @@
 """`kairos venn serve | devices`: the resource-manager service and its device emulator.
 
-    kairos venn serve --db venn.sqlite --policy venn
+    kairos venn serve --db venn.sqlite --policy venn [--decision-log venn.decisions.jsonl]
+    kairos venn replay venn.decisions.jsonl [--policy random]
     kairos venn devices --n 1000 --url http://127.0.0.1:8000 --jobs 10
 
 `serve` keeps its state in the SQLite file, so a restarted server continues every job.
+`replay` feeds a decision log's inputs to the simulator's driver and reports the first
+decision that differs (exit 1), or that none does.
 `devices` emulates devices (attributes from a kairos.fl population, kept on the device) until
 Ctrl-C, or, with `--jobs N`, registers N demo jobs, drives their rounds and exits when all
 finished.
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -35,6 +39,9 @@ def register(group: typer.Typer) -> None:
         port: Annotated[int, typer.Option(help="TCP port")] = 8000,
         api_key: Annotated[str | None, typer.Option(help="require 'Bearer <key>'")] = None,
         log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+        decision_log: Annotated[
+            str | None, typer.Option(help="write every round event (JSON lines) to this file")
+        ] = None,
     ) -> None:
         """Serve the Venn resource manager over HTTP until Ctrl-C."""
         from kairos.runtime.http import serve
@@ -45,8 +52,21 @@ def register(group: typer.Typer) -> None:
         if policy not in known:
             raise typer.BadParameter(f"unknown policy {policy!r}; known: {', '.join(known)}")
         settings = ServiceSettings(
-            host=host, port=port, db=db, policy=policy, api_key=api_key, log_level=log_level
+            host=host,
+            port=port,
+            db=db,
+            policy=policy,
+            api_key=api_key,
+            log_level=log_level,
+            decision_log=decision_log,
         )
+        if decision_log is not None:
+            try:  # a path it cannot write: one line here, not a traceback at startup
+                Path(decision_log).parent.mkdir(parents=True, exist_ok=True)
+                Path(decision_log).open("a").close()
+            except OSError as exc:
+                console.print(f"[red]error:[/red] --decision-log {decision_log}: {exc}")
+                raise typer.Exit(1) from None
         from kairos.runtime.file_lock import FileInUseError, FileLock
 
         try:  # refuse here, in one line, rather than in a traceback from the app's startup
@@ -56,6 +76,30 @@ def register(group: typer.Typer) -> None:
             raise typer.Exit(1) from None
         console.print(f"Venn service ({policy}) on http://{host}:{port}, state in {db}")
         serve(create_app(settings), settings)
+
+    @group.command("replay")
+    def replay(
+        log: Annotated[str, typer.Argument(help="a decision log written by serve --decision-log")],
+        policy: Annotated[
+            str | None, typer.Option(help="replay under this policy (default: the recorded)")
+        ] = None,
+    ) -> None:
+        """Replay a decision log through the simulator's driver; exit 1 at a divergence."""
+        from kairos.decisions import DecisionLogError, first_divergence, read_log
+        from kairos.venn.decisions import CODEC, SYSTEM
+        from kairos.venn.rerun import rerun
+
+        try:
+            loaded = read_log(log, CODEC, system=SYSTEM)
+            replayed = rerun(loaded, policy)
+        except DecisionLogError as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+        found = first_divergence(loaded.entries, replayed)
+        if found is not None:
+            console.print(str(found), markup=False)
+            raise typer.Exit(1)
+        console.print(f"{len(loaded.entries)} entries: the simulator's driver decides alike")
 
     @group.command("devices")
     def devices(

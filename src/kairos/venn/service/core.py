@@ -1,30 +1,29 @@
-"""The service's logic, apart from HTTP: a `ResourceManager` kept in step with the `Store`.
+"""The service's logic, apart from HTTP: Venn's `Driver` on the wall clock, kept with the `Store`.
 
-Job offers keep devices' attributes private. A check-in carries only an opaque device id and
-gets the *public* requirements of the jobs that want devices now (strictest first). The device
-tests them locally and accepts one it meets. Accepting offer R proves the device meets R and
-every requirement R implies (each threshold of R at least as high), so the service hands the
-manager that set of requirements as the device's atom: a lower bound of its true atom, never a
-wrong one, so the manager never assigns a device to a job it cannot serve.
+Rounds follow the driver's rule, the simulator's: a round succeeds when enough devices
+respond; at its deadline it succeeds by the job's `RoundRule` verdict or aborts, and the
+driver asks for the same round again `resubmit_s` later (a device that served the aborted
+attempt is not asked again for that round). A job posts each next round itself.
 
-An offer id is `<job id>.r<round>`: stateless, so offers outlive a restart.
+Offers and the atom an accepted offer proves: `offers`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kairos.fl.requirements import Requirement
 from kairos.fl.timing import RoundRule
+from kairos.sim import AsyncioClock, Timers
+from kairos.venn.driver import Driver, DriverConfig, Job, Round
 from kairos.venn.manager import ResourceManager
 from kairos.venn.policies.registry import make_policy
+from kairos.venn.service.offers import THRESHOLDS, accepted_atom, offer_id, requirement_of
 from kairos.venn.service.store import JobRow, RoundRow, Store
-
-THRESHOLDS = ("min_cpu_ghz", "min_ram_gb", "min_fp16_mem_mb", "min_android_os")
 
 
 class ServiceError(Exception):
@@ -35,23 +34,6 @@ class ServiceError(Exception):
         self.status, self.message, self.param = status, message, param
 
 
-def requirement_of(thresholds: Mapping[str, float]) -> Requirement:
-    """Equal thresholds make equal requirements (one group), whatever the jobs' names."""
-    values = {k: float(thresholds.get(k, 0.0)) for k in THRESHOLDS}
-    name = ",".join(f"{k[4:]}>={v:g}" for k, v in values.items() if v > 0) or "any"
-    return Requirement(name=name, **values)
-
-
-def accepted_atom(manager: ResourceManager, thresholds: Mapping[str, float]) -> int:
-    """The atom of a device that accepted an offer with these thresholds: it met them, so it
-    is eligible wherever a device with exactly those attributes would be."""
-    return manager.signature({k.removeprefix("min_"): v for k, v in thresholds.items()})
-
-
-def offer_id(job_id: str, round_idx: int) -> str:
-    return f"{job_id}.r{round_idx}"
-
-
 @dataclass
 class Counters:
     checkins: int = 0
@@ -60,42 +42,81 @@ class Counters:
     results: int = 0
     late_results: int = 0
     rounds_done: int = 0
-    redispatched: int = 0
+    aborted: int = 0
+
+
+def wall_clock() -> AsyncioClock:
+    """The running asyncio loop's timers on Unix time, so times in the store mean the same to
+    the next process on the same file."""
+    loop = asyncio.get_running_loop()
+    return AsyncioClock(loop, origin=loop.time() - time.time())
 
 
 class VennService:
-    """Owns the manager and the store; every mutation is persisted before it is answered."""
+    """Venn's `Driver` on the wall clock, kept in step with the `Store`: every mutation is
+    persisted before it is answered. A recorder set on the driver after construction records
+    from there on: the `restored` jobs rebuilt from the file are not in it."""
 
     def __init__(
         self,
         store: Store,
         policy: str = "venn",
-        clock: Callable[[], float] = time.time,
+        clock: Timers | None = None,
         replan_period_s: float = 600.0,
+        config: DriverConfig | None = None,
     ) -> None:
         self.store = store
         self.policy = policy
-        self.clock = clock
-        self.manager = ResourceManager(make_policy(policy), replan_period_s=replan_period_s)
+        self.clock = clock or wall_clock()
+        self.config = config or DriverConfig(tell_rounds=True)
+        manager = ResourceManager(make_policy(policy), replan_period_s=replan_period_s)
+        self.driver = Driver(manager, self.clock, self, self.config)
         self.jobs: dict[str, JobRow] = {}
-        self.rounds: dict[str, RoundRow] = {}
         self.counters = Counters()
-        self._last_tick = -1.0
-        self._rebuild()
+        self.restored = self._rebuild()
 
-    def _rebuild(self) -> None:
-        """Re-register every unfinished job and re-submit the undispatched part of its round."""
-        now = self.clock()
+    @property
+    def manager(self) -> ResourceManager:
+        return self.driver.manager
+
+    def _now(self) -> float:
+        """The time of a request: every deadline and resubmission due by then runs first."""
+        return self.driver.advance(self.clock.now())
+
+    def _rebuild(self) -> int:
+        """Re-register every unfinished job and restore its round where the file left it."""
+        now = self.clock.now()
         for job in self.store.jobs(active_only=True):
             self.jobs[job.job_id] = job
-            req = requirement_of(job.requirement)
-            self.manager.register_job(job.job_id, req, job.created, job.rounds, job.deadline_s)
+            self.driver.register(job.created, job.job_id, requirement_of(job.requirement),
+                                 job.demand, job.rounds, _rule(job))  # fmt: skip
             rnd = self.store.open_round(job.job_id)
             if rnd is not None:
-                self.rounds[job.job_id] = rnd
-                if rnd.demand > rnd.dispatched:
-                    left = rnd.demand - rnd.dispatched
-                    self.manager.submit_request(job.job_id, left, now, rnd.round_idx)
+                self.driver.restore(now, job.job_id, rnd.round_idx, rnd.demand, rnd.opened,
+                                    rnd.dispatched, rnd.responses)  # fmt: skip
+        return len(self.jobs)
+
+    # -- the driver's listener: what its decisions change in the store -------------------
+    def round_opened(self, rnd: Round) -> None:
+        """Nothing to write: a job's round was stored when posted, a retry when it aborted."""
+
+    def round_closed(self, rnd: Round, now: float, success: bool) -> None:
+        job = self.jobs[rnd.job.job_id]
+        if not success:
+            self.counters.aborted += 1
+            self.store.reopen(job.job_id, rnd.idx, rnd.job.resubmit_at)
+            return
+        self.store.close_round(job.job_id, rnd.idx, now, rnd.last)
+        self.counters.rounds_done += 1
+        job.rounds_done += 1
+        if rnd.last:
+            job.finished = now
+
+    def next_round(self, job: Job, now: float) -> None:
+        """Nothing to do: the job posts its next round when it is ready."""
+
+    def job_finished(self, job: Job, now: float) -> None:
+        """Nothing to write: the last round's close finished the job in the store."""
 
     # -- job-facing ----------------------------------------------------------------------
     def register(
@@ -122,7 +143,7 @@ class VennService:
                         param="Idempotency-Key",
                     )
                 return self.job(seen[1]), True
-        now = self.clock()
+        now = self._now()
         job = JobRow(
             f"job-{uuid.uuid4().hex[:12]}",
             name,
@@ -137,9 +158,8 @@ class VennService:
         )
         self.store.add_job(job, key, fingerprint)
         self.jobs[job.job_id] = job
-        self.manager.register_job(
-            job.job_id, requirement_of(job.requirement), now, rounds, deadline_s
-        )
+        self.driver.register(now, job.job_id, requirement_of(job.requirement), demand, rounds,
+                             _rule(job))  # fmt: skip
         return job, False
 
     def job(self, job_id: str) -> JobRow:
@@ -148,12 +168,35 @@ class VennService:
             raise ServiceError(404, f"Unknown job '{job_id}'; register it with POST /v1/jobs.")
         return job
 
+    @property
+    def rounds(self) -> dict[str, RoundRow]:
+        """Each job's open round as the store holds it."""
+        rows = {job_id: self.open_round(job_id) for job_id in self.driver.active}
+        return {job_id: row for job_id, row in rows.items() if row is not None}
+
+    def open_round(self, job_id: str) -> RoundRow | None:
+        """The job's open round as the store holds it; a round waiting to be asked for again
+        after an abort is open, with nothing dispatched yet."""
+        job = self.driver.jobs.get(job_id)
+        rnd = job.round if job is not None else None
+        if job is None or job.done or rnd is None:
+            return None
+        if job.resubmit is not None:
+            return RoundRow(job_id, rnd.idx, rnd.participants, rnd.needed, job.resubmit_at,
+                            0, 0, None)  # fmt: skip
+        if rnd.open:
+            return RoundRow(job_id, rnd.idx, rnd.participants, rnd.needed, rnd.submit,
+                            rnd.dispatched, rnd.responses, None)  # fmt: skip
+        return None
+
     def post_round(self, job_id: str, round_idx: int | None, demand: int | None) -> RoundRow:
         job = self.job(job_id)
         if job.finished is not None:
             raise ServiceError(409, f"Job '{job_id}' has finished all {job.rounds} rounds.")
-        if job_id in self.rounds:
-            r = self.rounds[job_id].round_idx
+        now = self._now()
+        current = self.open_round(job_id)
+        if current is not None:
+            r = current.round_idx
             raise ServiceError(409, f"Job '{job_id}' already has round {r} open.", "round")
         if round_idx is not None and round_idx != job.rounds_done:
             raise ServiceError(
@@ -162,24 +205,22 @@ class VennService:
                 "round",
             )
         size = demand if demand is not None else job.demand
-        rule = RoundRule(deadline_s=job.deadline_s, min_resp_frac=job.min_resp_frac)
-        now = self.clock()
-        rnd = RoundRow(job_id, job.rounds_done, size, rule.needed(size), now, 0, 0, None)
-        self.store.open(rnd)
-        self.rounds[job_id] = rnd
-        self.manager.submit_request(job_id, size, now, rnd.round_idx)
-        return rnd
+        row = RoundRow(job_id, job.rounds_done, size, _rule(job).needed(size), now, 0, 0, None)
+        self.store.open(row)
+        self.driver.submit(now, job_id, row.round_idx, size)
+        return row
 
     # -- device-facing -------------------------------------------------------------------
     def offers(self) -> list[dict[str, Any]]:
         """The jobs that want devices now, strictest requirement first."""
         self.counters.checkins += 1
-        self.tick()
+        self._now()
         out: list[dict[str, Any]] = []
-        for job_id, rnd in self.rounds.items():
-            if rnd.dispatched < rnd.demand:
+        for job_id, job in self.driver.active.items():
+            rnd = job.round
+            if rnd is not None and rnd.open and rnd.dispatched < rnd.demand:
                 req = self.jobs[job_id].requirement
-                out.append({"offer_id": offer_id(job_id, rnd.round_idx), "requirement": req})
+                out.append({"offer_id": offer_id(job_id, rnd.idx), "requirement": req})
         out.sort(key=lambda o: sum(o["requirement"].values()), reverse=True)
         self.counters.offers += len(out)
         return out
@@ -189,40 +230,40 @@ class VennService:
         job = self.jobs.get(job_id)
         if job is None or not r.isdigit():
             raise ServiceError(404, f"Unknown offer '{oid}'; check in again for current offers.")
-        rnd = self.rounds.get(job_id)
+        now = self._now()
+        rounds = self.rounds
+        rnd = rounds.get(job_id)
         if rnd is None or rnd.round_idx != int(r):
             raise ServiceError(409, f"Offer '{oid}' has expired; check in again for new offers.")
         atom = accepted_atom(self.manager, job.requirement)
-        now = self.clock()
         # a device serves a round once: the manager passes over jobs whose current round it
         # already serves and picks among the rest (the accepted offer is a proof of
         # eligibility, not a choice of job)
         serving = {
             j
-            for j, open_round in self.rounds.items()
+            for j, open_round in rounds.items()
             if self.store.assignment(j, open_round.round_idx, device_id) is not None
         }
-        chosen = self.manager.checkin(now, atom, capability, skip=serving)
-        target = self.rounds.get(chosen) if chosen is not None else None
-        if chosen is None or target is None:  # (target: None only if manager and rounds part)
+        target = self.driver.checkin(now, device_id, atom, capability, serving)
+        if target is None:
             if serving:
                 return {
                     "assigned": False,
                     "reason": "this device already serves every round that needs it",
                 }
             return {"assigned": False, "reason": "no job needs this device right now"}
-        self.store.assign(chosen, target.round_idx, device_id, now, capability)
-        target.dispatched += 1
+        chosen = target.job.job_id
+        self.store.assign(chosen, target.idx, device_id, now, capability)
         self.counters.assigned += 1
         return {
             "assigned": True,
             "job_id": chosen,
-            "round": target.round_idx,
+            "round": target.idx,
             "deadline_s": self.jobs[chosen].deadline_s,
         }
 
     def result(self, device_id: str, job_id: str, round_idx: int) -> dict[str, Any]:
-        job = self.job(job_id)
+        self.job(job_id)
         a = self.store.assignment(job_id, round_idx, device_id)
         if a is None:
             raise ServiceError(
@@ -230,44 +271,35 @@ class VennService:
                 f"Device '{device_id}' has no assignment for job '{job_id}' round {round_idx}.",
                 "device_id",
             )
-        rnd = self.rounds.get(job_id)
-        if a["responded"] is not None or rnd is None or rnd.round_idx != round_idx:
+        if a["responded"] is not None:
+            self.counters.late_results += 1
+            return {"accepted": False, "reason": "this result was already reported"}
+        now = self._now()
+        served = self._attempt(job_id, round_idx, a["assigned"])
+        response_s = max(now - a["assigned"], 1e-6)
+        if served is None:
+            self.driver.respond(now, job_id, round_idx, None, a["capability"], response_s,
+                                device_id)  # fmt: skip
             self.counters.late_results += 1
             return {"accepted": False, "reason": "the round had already completed"}
-        now = self.clock()
-        self.manager.report_response(job_id, a["capability"], max(now - a["assigned"], 1e-6))
-        close = rnd.responses + 1 >= rnd.needed
-        finish = close and job.rounds_done + 1 >= job.rounds
-        self.store.respond(job_id, round_idx, device_id, now, close, finish)
+        self.store.respond(job_id, round_idx, device_id, now)
         self.counters.results += 1
-        rnd.responses += 1
-        if close:
-            self.counters.rounds_done += 1
-            job.rounds_done += 1
-            del self.rounds[job_id]
-            self.manager.close_request(job_id, now)
-            if finish:
-                job.finished = now
-                self.manager.job_finished(job_id, now)
-        return {"accepted": True, "round_complete": close, "job_finished": finish}
+        self.driver.respond(now, job_id, round_idx, served, a["capability"], response_s,
+                            device_id)  # fmt: skip
+        close = not served.open
+        return {"accepted": True, "round_complete": close, "job_finished": close and served.last}
 
-    def tick(self) -> None:
-        """At most once a second: re-dispatch rounds that passed their deadline short."""
-        now = self.clock()
-        if now - self._last_tick < 1.0:
-            return
-        self._last_tick = now
-        for job_id, rnd in list(self.rounds.items()):
-            job = self.jobs[job_id]
-            if now - rnd.opened > job.deadline_s and rnd.responses < rnd.needed:
-                self.manager.close_request(job_id, now)
-                self.store.redispatch(job_id, rnd.round_idx, now)
-                rnd.opened, rnd.dispatched = now, rnd.responses
-                self.manager.submit_request(job_id, rnd.demand - rnd.responses, now, rnd.round_idx)
-                self.counters.redispatched += 1
+    def _attempt(self, job_id: str, round_idx: int, assigned: float) -> Round | None:
+        """The open attempt a device assigned at `assigned` serves: None once that round
+        closed or the attempt it served aborted (its assignment predates the retry)."""
+        job = self.driver.jobs.get(job_id)
+        rnd = job.round if job is not None else None
+        if rnd is None or not rnd.open or rnd.idx != round_idx or assigned < rnd.submit:
+            return None
+        return rnd
 
     def describe(self, job: JobRow) -> dict[str, Any]:
-        rnd = self.rounds.get(job.job_id)
+        rnd = self.open_round(job.job_id)
         state = "finished" if job.finished is not None else "running" if rnd else "waiting"
         return {
             "id": job.job_id,
@@ -289,3 +321,17 @@ class VennService:
                 "responses": rnd.responses,
             },
         }
+
+
+def log_meta(service: VennService) -> dict[str, Any]:
+    """What a replay of the service's decision log needs besides the log's entries."""
+    return {
+        "policy": service.policy,
+        "replan_period_s": service.manager.replan_period_s,
+        "driver": service.config.model_dump(),
+        "restored_jobs": service.restored,
+    }
+
+
+def _rule(job: JobRow) -> RoundRule:
+    return RoundRule(deadline_s=job.deadline_s, min_resp_frac=job.min_resp_frac)

@@ -39,7 +39,9 @@ class VennCollector(SnapshotCollector):
         out.counter("results", "Results counted toward a round.", c.results)
         out.counter("late_results", "Results after their round completed.", c.late_results)
         out.counter("rounds_completed", "Rounds that got enough responses.", c.rounds_done)
-        out.counter("rounds_redispatched", "Rounds re-dispatched at deadline.", c.redispatched)
+        out.counter(
+            "rounds_aborted", "Round attempts aborted at their deadline and resubmitted.", c.aborted
+        )
         active = sum(j.finished is None for j in s.jobs.values())
         out.gauge("jobs_active", "Registered, unfinished jobs.", active)
         out.gauge("rounds_open", "Open rounds.", len(s.rounds))

@@ -213,10 +213,8 @@ class Store:
                 (job_id, round_idx),
             )
 
-    def respond(
-        self, job_id: str, round_idx: int, device_id: str, now: float, close: bool, finish: bool
-    ) -> None:
-        """Record one response; optionally close the round and finish the job, atomically."""
+    def respond(self, job_id: str, round_idx: int, device_id: str, now: float) -> None:
+        """Record one response counted toward the round's open attempt."""
         with self.tx() as db:
             db.execute(
                 "UPDATE assignments SET responded = ? WHERE job_id = ? AND round_idx = ? "
@@ -227,24 +225,28 @@ class Store:
                 "UPDATE rounds SET responses = responses + 1 WHERE job_id = ? AND round_idx = ?",
                 (job_id, round_idx),
             )
-            if close:
-                db.execute(
-                    "UPDATE rounds SET closed = ? WHERE job_id = ? AND round_idx = ?",
-                    (now, job_id, round_idx),
-                )
-                db.execute(
-                    "UPDATE jobs SET rounds_done = rounds_done + 1, finished = ? WHERE job_id = ?",
-                    (now if finish else None, job_id),
-                )
 
-    def redispatch(self, job_id: str, round_idx: int, now: float) -> None:
-        """A round passed its deadline short of responses: restart its clock and count only
-        the devices that answered as dispatched, so the missing ones are asked for again."""
+    def close_round(self, job_id: str, round_idx: int, now: float, finish: bool) -> None:
+        """The round succeeded: close it and count it, finishing the job with its last."""
         with self.tx() as db:
             db.execute(
-                "UPDATE rounds SET opened = ?, dispatched = responses "
-                "WHERE job_id = ? AND round_idx = ?",
+                "UPDATE rounds SET closed = ? WHERE job_id = ? AND round_idx = ?",
                 (now, job_id, round_idx),
+            )
+            db.execute(
+                "UPDATE jobs SET rounds_done = rounds_done + 1, finished = ? WHERE job_id = ?",
+                (now if finish else None, job_id),
+            )
+
+    def reopen(self, job_id: str, round_idx: int, opened: float) -> None:
+        """The round aborted at its deadline: its next attempt opens at `opened` with nothing
+        dispatched or answered (the last attempt's assignments stay, as history: each was
+        made before `opened`)."""
+        with self.tx() as db:
+            db.execute(
+                "UPDATE rounds SET opened = ?, dispatched = 0, responses = 0 "
+                "WHERE job_id = ? AND round_idx = ?",
+                (opened, job_id, round_idx),
             )
 
 
