@@ -113,7 +113,9 @@ def test_only_the_driver_drives_the_policy(system: str) -> None:
     makers = {
         str(p.relative_to(root))
         for p in root.rglob("*.py")
-        if "policies" not in p.parts and "baselines" not in p.parts
+        # policies call each other through their interface; an integration is driven by
+        # another project's loop (vLLM's engine calls its scheduler), not by kairos's
+        if not {"policies", "baselines", "integrations"} & set(p.parts)
         if _calls(p) & LOOP_CALLS[system]
     }
     assert makers == {"driver.py"}
