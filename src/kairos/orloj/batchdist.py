@@ -80,6 +80,22 @@ class BatchLatencyModel(BaseModel):
             c0=self.c0 * factor, c_fix=self.c_fix * factor, c1=self.c1 * factor
         )
 
+    def corrected(
+        self, sizes: Sequence[int], factor: float, per_size: Mapping[int, float]
+    ) -> BatchLatencyModel:
+        """A table over `sizes`: row k is g_k times `factor` times `per_size[k]` (1 if absent),
+        then made non-decreasing in k (a_k and s_k both), since nested viable sets need a
+        bigger batch never to be predicted faster, and per-size noise can break that."""
+        if not factor > 0 or any(not f > 0 for f in per_size.values()):
+            raise ValueError(f"batch model scales must be positive, got {factor}, {per_size}")
+        ks = sorted(sizes)
+        f = np.array([factor * per_size.get(k, 1.0) for k in ks])
+        a = np.maximum.accumulate(np.array([self.shift(k) for k in ks]) * f)
+        s = np.maximum.accumulate(np.array([self.scale(k) for k in ks]) * f)
+        return BatchLatencyModel(
+            table={k: (float(ak), float(sk)) for k, ak, sk in zip(ks, a, s, strict=True)}
+        )
+
     def _row(self, k: int) -> tuple[float, float]:
         assert self.table is not None
         if k not in self.table:

@@ -68,6 +68,9 @@ class OrlojConfig(BaseModel):
     # server's drift, kairos.orloj.speed); 0 keeps the paper's fixed g_k
     speed_window: int = Field(0, ge=0)
     speed_tolerance: float = Field(0.05, ge=0)  # rescale when the ratio moved by more than this
+    # with speed_window > 0: also one factor per batch size, learned from that size's batches
+    # (a start-up g_k of the wrong shape; kairos.orloj.speed.SizeCorrection)
+    size_correction: bool = False
     # a profile snapshot rebuilds the tables when samples arrive, the window turns over, or
     # an app's share of arrivals moved by more than this
     weight_tolerance: float = Field(0.01, ge=0)

@@ -9,6 +9,11 @@ without giving up its distributions: the ratio of measured to expected time over
 `window` batches scales g_k as a whole (every batch distribution stretches along the time
 axis). The paper's Orloj has no such term; it is off unless `speed_window` is set, and the
 real server sets it (docs/orloj.md, "Where we differ").
+
+One factor for every batch size cannot repair a calibration whose *shape* is wrong: a start-up
+fit 23% off at its median point (docs/orloj.md, "Online correction") is too slow for some k and
+too fast for others, and the window's ratio averages the two away. `SizeCorrection` adds one
+factor per batch size on top of the machine's speed, learned from that size's own batches.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from typing import Any
 SERVED_SPEED_WINDOW = 20  # batches: what `kairos orloj serve` runs Orloj with
 MIN_FACTOR, MAX_FACTOR = 0.25, 4.0  # the factor's range
 STALL = 4.0  # one batch counts as at most this many times what it was expected to take
+# one batch of size k moves that size's factor by at most this ratio (times its weight)
+OUTLIER = 1.5
+PRIOR = 3  # pseudo-batches at the global speed a size's factor starts from
 
 
 def served_options(policy: str, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -60,3 +68,42 @@ class SpeedTracker:
             return None
         self.factor = ratio
         return ratio
+
+
+class SizeCorrection:
+    """Per batch size, measured over expected time (expected under g_k times the speed factor
+    in force), exponentially weighted: a size's n-th batch weighs 1 / min(n + PRIOR, window),
+    so the first `window` batches are averaged (starting from PRIOR pseudo-batches at ratio 1,
+    the global speed) and later ones forget with a memory of about `window` batches of that
+    size. Weighted sums of measured and of expected time, not a mean of ratios (as in
+    `SpeedTracker`). The outlier guard: a batch's measured time is clipped to within OUTLIER x
+    of what the size's current factor predicts, so one stall (or one freak fast run) moves the
+    factor by at most 1 + weight x (OUTLIER - 1) times, while a lasting change still gets
+    through, one bounded step per batch."""
+
+    def __init__(self, window: int) -> None:
+        if window < 1:
+            raise ValueError("need window >= 1")
+        self.window = window
+        self._sums: dict[int, tuple[float, float, int]] = {}  # k -> (measured, expected, n)
+
+    def factor(self, k: int) -> float:
+        """What batches of size k take against g_k x the global speed (1: no evidence yet)."""
+        m, e, _ = self._sums.get(k, (1.0, 1.0, 0))
+        return m / e
+
+    def factors(self) -> dict[int, float]:
+        return {k: self.factor(k) for k in sorted(self._sums)}
+
+    def observe(self, k: int, measured_ms: float, expected_ms: float) -> None:
+        """One finished batch of size k; `expected_ms` already includes the global speed."""
+        finite = math.isfinite(measured_ms) and math.isfinite(expected_ms)
+        if not (finite and measured_ms > 0 and expected_ms > 0 and k >= 1):
+            return
+        m, e, n = self._sums.get(k, (expected_ms, expected_ms, 0))
+        now = m / e
+        clipped = min(max(measured_ms, expected_ms * now / OUTLIER), expected_ms * now * OUTLIER)
+        w = 1.0 / min(n + 1 + PRIOR, self.window)
+        e = (1 - w) * e + w * expected_ms
+        ratio = min(max(((1 - w) * m + w * clipped) / e, MIN_FACTOR), MAX_FACTOR)
+        self._sums[k] = (ratio * e, e, n + 1)

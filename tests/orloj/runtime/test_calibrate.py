@@ -140,6 +140,33 @@ def test_a_calibration_erring_past_twice_the_tolerance_is_taken_again(
     assert sum("measuring again" in m for m in said) == measured - 1
 
 
+def test_a_calibration_whose_held_out_batches_err_is_retaken_wider_and_logged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The fit matches its own points (5%) but its held-out batches err by 50%: retaken with
+    twice the repetitions, the better (by the worse of its two errors) kept, both logged."""
+    takes = iter([(0.05, 0.5), (0.08, 0.1)])
+    reps: list[int] = []
+
+    def fake_measure(_model: object, cfg: CalibrationConfig, _say: object) -> Calibration:
+        reps.append(cfg.batch_reps)
+        fit, held = next(takes)
+        cal = _erring_by(fit)
+        cal.held_out = [BatchPoint(1, "a", False, 10.0, 10.0 / (1 + held))]
+        return cal
+
+    monkeypatch.setattr(calibration_module, "_measure", fake_measure)
+    monkeypatch.setattr(calibration_module, "warm_up", lambda *_a: None)
+    monkeypatch.setattr(calibration_module, "configure_threads", lambda *_a: None)
+    with caplog.at_level("INFO", logger=calibration_module.__name__):
+        cal = calibrate(build_model("decoder"), CalibrationConfig(batch_reps=3, retakes=1))
+    assert reps == [3, 6]
+    assert cal.holdout_error() == pytest.approx(0.1) and cal.badness() == pytest.approx(0.1)
+    assert "held-out 50%" in caplog.text and "held-out 10.0%" in caplog.text
+    # the mutant that judges the fit alone would have kept the first take
+    assert _erring_by(0.05).badness() <= 2 * 0.1
+
+
 def test_app_profiles_capacity_prediction_and_file_round_trip(
     cal: Calibration, model: EarlyExitCNN, tmp_path: Path
 ) -> None:
@@ -166,3 +193,4 @@ def test_app_profiles_capacity_prediction_and_file_round_trip(
     again = Calibration.load(cal.save(tmp_path / "cal.json"))
     assert again.solo == cal.solo and again.batch_model == cal.batch_model
     assert again.points == cal.points
+    assert again.held_out == cal.held_out and len(cal.held_out) == len(cal.points)

@@ -6,11 +6,13 @@ where a point estimate of latency is wrong for almost every request. The same re
 bursty, open-loop trace is replayed over HTTP against the same worker under each policy, at a
 moderate and a high load (0.6 and 0.9 x capacity at batch 16), with SLO = 2 x P99 of solo
 latency. (At 0.4 x the bursts decide most outcomes and the two policies can tie within noise:
-one CI run gave 0.693 vs 0.700, local runs 0.77-0.88 vs 0.66-0.67.) Orloj must finish at
-least as many requests by their deadline as the Clockwork baseline at each load, judged by the
-client on receipt (loadgen stamps each send; the server's own verdict is printed beside it):
-not fewer by more than the noise, i.e. the 95% CI of the per-segment paired differences
-reaches 0 or above at each load.
+one CI run gave 0.693 vs 0.700, local runs 0.77-0.88 vs 0.66-0.67.) Judged by the client on
+receipt (loadgen stamps each send; the server's own verdict is printed beside it), Orloj must
+not finish fewer requests by their deadline than Clockwork by more than `MARGIN`: the lower
+end of the 95% CI of the per-segment paired differences, pooled over both loads, lies above
+-MARGIN. That is what a few minutes on a shared machine can show. The claim that Orloj
+finishes *more* (a CI above 0 at each load, over many alternating runs, some with a CPU-bound
+neighbour) is `python -m kairos.orloj.runtime.duel`'s, which needs a quiet machine.
 
 The worker (and this process, the frontend) ask for a higher CPU priority, as the paper ran
 its serving threads; without the privilege they run at the default priority. Each trace is
@@ -51,10 +53,18 @@ from tests.orloj.runtime.worker_stack import calibrated_worker, raised_priority
 LOADS = (0.6, 0.9)  # offered load / capacity at batch size 16
 SLO_MULT = 2.0
 REQUESTS = 400  # per load and policy
-SEGMENTS = 4  # the trace is replayed in this many pieces, policies alternating A B, B A, ...
+SEGMENTS = 8  # the trace is replayed in this many pieces, policies alternating A B, B A, ...
 WARM_UP = 40  # requests replayed (and discarded) under each policy before measuring
 POLICIES = ("orloj", "clockwork")
 WARM_START = 1000  # offline solo samples per application
+# Non-inferiority margin on Orloj - Clockwork (finish rate). Two runs of this test on a quiet
+# machine minutes apart (4 segments of 100 requests then, docs/orloj.md "Online correction"):
+# the per-segment paired difference had a standard deviation of 0.075-0.105, so 16 pooled
+# 50-request segments give a 95% half-width of about 0.07. The run whose calibration erred by
+# 3.7% led by +0.10, the one that erred by 23% by -0.01 (lower end about -0.085). 0.10 passes
+# both and fails Orloj trailing by its claimed lead with the same spread (the mutant below).
+MARGIN = 0.10
+CLAIMED_LEAD = 0.15  # docs/orloj.md: +0.152 +- 0.030 over 15 paired runs
 
 Stack = tuple[ServedModel, ProcessExecutor, Calibration]
 
@@ -152,7 +162,7 @@ def _summary(report: Any, stats: dict[str, Any], n: int) -> dict[str, Any]:
     }
 
 
-def test_orloj_finishes_at_least_as_many_as_clockwork_at_two_loads(stack: Stack) -> None:
+def test_orloj_finishes_no_fewer_than_clockwork_within_a_margin_at_two_loads(stack: Stack) -> None:
     model, _, cal = stack
     apps = model.default_apps()
     pooled = np.concatenate([np.asarray(v) for v in cal.app_profile(apps, 4000).values()])
@@ -186,21 +196,34 @@ def test_orloj_finishes_at_least_as_many_as_clockwork_at_two_loads(stack: Stack)
                 f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()
             )
         )
+    pooled = []
     for rho in LOADS:
         fr = {r["policy"]: r["finish_rate"] for r in rows if r["load"] == rho}
-        assert 0.0 < fr["orloj"] <= 1.0
-        # the segments are paired (the same requests under both policies, back to back): Orloj
-        # must not be significantly worse at either load. A single 400-request comparison is
-        # not: on a loaded 2-core box it flipped in about 1 run of 3 (docs/orloj.md, 15 paired
-        # runs: Orloj - Clockwork +0.152 +- 0.030), and one CI run lost 0.743 vs 0.775 at 0.6 x
-        # while winning 0.537 vs 0.505 at 0.9 x
+        # a load where both finish everything (or nothing) ties the policies trivially: one
+        # must finish something and one must miss something (a loaded run: Clockwork 0.000
+        # at 0.9 x, Orloj 0.410)
+        assert max(fr.values()) > 0.05 and min(fr.values()) < 0.98, f"load {rho}: {fr}"
         diffs = [
             (o["ok"] - c["ok"]) / o["n"]
             for o, c in zip(runs[(rho, "orloj")], runs[(rho, "clockwork")], strict=True)
         ]
         mean, half = mean_ci(diffs)
         print(f"  load {rho}: Orloj - Clockwork per segment {mean:+.3f} +- {half:.3f}")
-        assert mean + half >= 0.0, f"load {rho}: {fr}, per-segment differences {diffs}"
+        pooled += diffs
+    mean, half = mean_ci(pooled)
+    print(
+        f"  both loads: {mean:+.3f} +- {half:.3f} over {len(pooled)} segments; calibration "
+        f"median error {cal.median_error():.1%}"
+    )
+    assert not_behind(pooled), f"Orloj - Clockwork per segment: {pooled}"
+    # the guard's mutant: the same spread, Orloj trailing by the lead it claims
+    assert not not_behind([d - mean - CLAIMED_LEAD for d in pooled])
+
+
+def not_behind(diffs: Sequence[float]) -> bool:
+    """The lower end of the 95% CI of the paired differences lies above -MARGIN."""
+    mean, half = mean_ci(diffs)
+    return mean - half > -MARGIN
 
 
 def _rebase(items: list[Any]) -> list[Any]:

@@ -76,20 +76,29 @@ SIM_SEEDS = 5  # simulated noise draws averaged per point
 SPEED_WINDOW_MS = 250.0  # the speed is replayed as one factor per window of this length
 BACK_TO_BACK_MS = 5.0  # a shorter gap between two batches is turnaround, a longer one idling
 REPLAY_TIMEOUT_S = 120.0  # a replay whose requests never all end fails instead of hanging
-# Absolute, on a finish rate in [0, 1], per policy. The simulated worker is a model of the
-# real one (lognormal noise at the run's spread, independent from batch to batch); the real
-# worker is a process on a shared machine whose slow batches come in bursts. Over 20 runs of
-# this test (80 points: a quiet machine, other sessions' work, two or three CPU hogs at the
-# test's priority or below), Orloj's |measured - simulated| stayed within 0.05 on a quiet
-# machine and within 0.09 where the machine slowed mid-run (drift 1.6, sigma 0.35-0.5): 0.12
-# bounds that with a margin, and still fails a simulator without the run's drift or spread
-# (off by 0.05-0.5). Clockwork's estimate is the maximum of its last ten batch times per size,
-# so the tail of the batch-time noise decides how much it drops, and one overrun past its
-# 10 ms action window rejects the action queued behind it: the real worker rejected up to
-# twice the simulator's actions, and its finish rate is chaotic: mostly within 0.07 of the
-# simulation, up to 0.12 off, and once (an earlier version of this test) 0.23 below it, a
-# cascade of 16 rejected actions. 0.25 still fails a simulation at the calibrated speed.
-TOLERANCE = {"orloj": 0.12, "clockwork": 0.25}
+# Absolute, on a finish rate in [0, 1]. The simulated worker is a model of the real one
+# (lognormal noise at the run's spread, independent from batch to batch); the real worker is a
+# process on a shared machine whose slow batches come in bursts. Over 20 runs of this test (80
+# points: a quiet machine, other sessions' work, two or three CPU hogs at the test's priority
+# or below), Orloj's |measured - simulated| stayed within 0.05 on a quiet machine and within
+# 0.09 where the machine slowed mid-run (drift 1.6, sigma 0.35-0.5): 0.12 bounds that.
+# Clockwork's estimate is the maximum of its last ten batch times per size, so the tail of the
+# batch-time noise decides how much it drops, and one overrun past its 10 ms action window
+# rejects the action queued behind it: its finish rate is chaotic. How chaotic shows twice:
+# in the spread of the simulated noise draws of the same point, and in how far two real
+# replays of the same trace land apart (on this machine under four other sessions' work,
+# load average 5-6 on 2 cores, one Clockwork replay at 0.4 finished 0.596 where its
+# simulations gave 0.213 +- 0.049: no fixed tolerance covers that and still means anything).
+# Its tolerance is the model error (0.07: most of the runs above) plus 3 standard deviations
+# of the simulated draws plus the range of its `REPEATS` real replays, judged on their mean:
+# a point gets the room its own measurements show and no more.
+TOLERANCE = {"orloj": 0.12, "clockwork": 0.07}
+SPREAD_MULT = {"orloj": 0.0, "clockwork": 3.0}
+REPEATS = {"orloj": 1, "clockwork": 2}  # real replays per point, every one judged (mean)
+# The guards' mutant: a simulator whose batches take this much longer than the run measured
+# (a latency model 40% off) must disagree at some load for each policy (Orloj's finish rate
+# moved by only 0.03-0.19 under it in one run: its drop rules absorb part of a slower worker)
+STRETCH = 1.4
 # Relative, on Orloj's mean batch size. The simulator batches Orloj less than the real run, by
 # 0-25% over eight runs of this test on this machine (busy and quiet), and a CI run before the
 # speed replay by 36% (1.24 against 1.93); charging the decisions' CPU time (`charge_overhead`)
@@ -196,6 +205,7 @@ def _simulate(
     known: Known,
     trace: Sequence[TraceItem],
     run: Measured,
+    stretch: float = 1.0,
 ) -> dict[str, float]:
     """What the simulator predicts for the requests that were sent, at this run's speed,
     averaged over `SIM_SEEDS` noise draws."""
@@ -203,7 +213,7 @@ def _simulate(
     first = min(c.release_ms for c in run.completions)
     solo = {c: cal.solo_median(c) for c in cal.solo}
     batch_model = _as_measured(cal.batch_model, run)
-    speed = tuple((t - first, f) for t, f in run.speed)
+    speed = tuple((t - first, f * stretch) for t, f in run.speed)
     # a bound on simulated time: every request has ended long before it (the real run took
     # seconds). Needed: now and then Clockwork keeps requests it can no longer serve (its
     # wake-up at a queue front's expiry lands one ulp short of the drop test, and it then asks
@@ -233,7 +243,8 @@ def _simulate(
         )
         summaries.append(simulate(policy, requests, config, known[1]).summary())
     keys = ("finish_rate", "mean_batch_size", "rejected_batches")
-    return {k: float(np.mean([s[k] for s in summaries])) for k in keys}
+    out = {k: float(np.mean([s[k] for s in summaries])) for k in keys}
+    return out | {"spread": float(np.std([s["finish_rate"] for s in summaries], ddof=1))}
 
 
 @pytest.mark.slow
@@ -261,17 +272,7 @@ def test_the_simulator_predicts_the_real_dispatchers_finish_rate(stack: Stack) -
         )
         for i, rho in enumerate(LOADS):
             trace = make_trace(model, apps, rho * capacity / speed, REQUESTS, seed=11 + i)
-            # a load whose replays disagree with their simulations is replayed once more and
-            # the second replay judged: a shared machine's speed can change within a speed
-            # window, which the replayed speed cannot follow. A simulator that is wrong
-            # disagrees on both: with the re-runs beside the worker it was 0.12-0.13
-            # optimistic for Orloj at 0.4 in a CI run and a local one alike
-            for attempt in (1, 2):
-                point = [_point(stack, name, rho, slo, known, trace) for name in POLICIES]
-                if all(_agrees(r) for r in point):
-                    break
-                print(f"\nreplay {attempt} of load {rho} disagreed: {point}")
-            rows += point
+            rows += [_point(stack, name, rho, slo, known, trace) for name in POLICIES]
     print(
         f"\nSLO {slo:.0f} ms, capacity {capacity:.0f} req/s at batch 16 (calibrated), "
         f"warm-up drift {speed:.2f}, {REQUESTS} requests per point"
@@ -289,19 +290,29 @@ def test_the_simulator_predicts_the_real_dispatchers_finish_rate(stack: Stack) -
     assert {r["load"] for r in between} == set(LOADS), rows
     for r in rows:
         assert _agrees(r), r
+    # the mutant: the same runs simulated with every batch STRETCH x as long disagree
+    for name in POLICIES:
+        mine = [r for r in rows if r["policy"] == name]
+        assert not all(_agrees(r | {"simulated": r["stretched"]}) for r in mine), mine
 
 
 def _point(
     stack: Stack, name: str, rho: float, slo: float, known: Known, trace: Sequence[TraceItem]
 ) -> dict[str, Any]:
-    """One replay of `trace` under `name` and its simulation, side by side."""
-    real = _serve(stack, name, slo, known, trace)
-    sim = _simulate(stack, name, slo, known, trace, real)
+    """`REPEATS` replays of `trace` under `name` and their simulations, side by side (means)."""
+    reals = [_serve(stack, name, slo, known, trace) for _ in range(REPEATS[name])]
+    sims = [_simulate(stack, name, slo, known, trace, real) for real in reals]
+    real, sim = reals[0], sims[0]
+    stretched = _simulate(stack, name, slo, known, trace, real, STRETCH)
+    measured = [r.finish_rate for r in reals]
     return {
         "load": rho,
         "policy": name,
-        "measured": real.finish_rate,
-        "simulated": sim["finish_rate"],
+        "measured": float(np.mean(measured)),
+        "simulated": float(np.mean([s["finish_rate"] for s in sims])),
+        "spread": max(s["spread"] for s in sims),
+        "real_range": max(measured) - min(measured),
+        "stretched": stretched["finish_rate"],
         "batch": real.mean_batch,
         "sim_batch": sim["mean_batch_size"],
         "rejected": real.rejected,
@@ -314,7 +325,8 @@ def _point(
 
 def _agrees(r: dict[str, Any]) -> bool:
     """The finish rates within the policy's tolerance, and Orloj's mean batch within its own."""
-    if abs(r["measured"] - r["simulated"]) > TOLERANCE[r["policy"]]:
+    tolerance = TOLERANCE[r["policy"]] + SPREAD_MULT[r["policy"]] * r["spread"] + r["real_range"]
+    if abs(r["measured"] - r["simulated"]) > tolerance:
         return False
     return (
         r["policy"] != "orloj" or abs(r["batch"] - r["sim_batch"]) / r["batch"] <= BATCH_TOLERANCE

@@ -5,7 +5,10 @@ slower under load than when it was calibrated (the CI run that motivated this: d
 0.9 x capacity). Clockwork's estimate follows the measured batches; Orloj's distributions
 do not, so its drop decisions keep trusting the old speed and batches finish late. This
 sweep runs every batch `slowdown` times its g_k while the systems plan with g_k, with and
-without Orloj's speed feedback (`speed_window`, kairos.orloj.speed). Not in the paper.
+without Orloj's speed feedback (`speed_window`, kairos.orloj.speed), and with a factor per
+batch size on top (`size_correction`). `--set point='{"slowdown_from":
+0.5}'` starts the slowdown halfway through the requests instead of at the start. Not in the
+paper.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from kairos.orloj.speed import SERVED_SPEED_WINDOW
 SYSTEMS: dict[str, dict[str, Any]] = {
     "orloj": {"system": "orloj"},
     "orloj+speed": {"system": "orloj", "options": {"speed_window": SERVED_SPEED_WINDOW}},
+    "orloj+sizes": {
+        "system": "orloj",
+        "options": {"speed_window": SERVED_SPEED_WINDOW, "size_correction": True},
+    },
     "clockwork": {"system": "clockwork"},
 }
 

@@ -34,6 +34,9 @@ class SimPoint(BaseModel):
     # the machine runs every batch this many times slower than the g_k the systems were given
     # (a shared server under load); the recording's rate stays sized to the profiled speed
     slowdown: float = Field(1.0, gt=0)
+    # the slowdown starts when this share of the requests has been released (0: from the
+    # start): a machine that slows mid-run, after the systems have settled on its old speed
+    slowdown_from: float = Field(0.0, ge=0, lt=1)
     system: str = "orloj"
     options: dict[str, Any] = Field(default_factory=dict)  # the system's own keyword options
     slo_mult: float = Field(3.0, gt=0)
@@ -135,14 +138,22 @@ def run_point(p: SimPoint) -> dict[str, Any]:
         }
     policy = point_policy(p, slo, rate)
     offline = workload.offline_profile(p.offline_samples, RngStreams(p.seed).stream("offline"))
+    requests = rec.requests(slo)
+    speed: tuple[tuple[float, float], ...] = ()
+    if p.slowdown_from > 0:  # the profiled speed until then, `slowdown` after
+        at = sorted(r.release for r in requests)[int(p.slowdown_from * len(requests))]
+        model, speed = p.batch_model, ((at, p.slowdown),)
+    else:
+        model = p.batch_model.scaled(p.slowdown)
     config = SimConfig(
-        batch_model=p.batch_model.scaled(p.slowdown),
+        batch_model=model,
+        speed=speed,
         noise_sigma=p.noise_sigma,
         profile_sample_rate=p.profile_sample_rate,
         charge_overhead=p.charge_overhead,
         overhead_factor=p.overhead_factor,
         seed=p.seed,
     )
-    out = simulate(policy, rec.requests(slo), config, offline).summary()
+    out = simulate(policy, requests, config, offline).summary()
     out.update(slo_ms=slo, p99_ms=workload.p99_ms, rate_rps=rate * 1e3)
     return out

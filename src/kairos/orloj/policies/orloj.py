@@ -26,7 +26,7 @@ from kairos.orloj.config import OrlojConfig
 from kairos.orloj.policy import Batch, ProfileSnapshot, Request
 from kairos.orloj.queues import Pending, ScoredQueues
 from kairos.orloj.score import cost_steps
-from kairos.orloj.speed import SpeedTracker
+from kairos.orloj.speed import SizeCorrection, SpeedTracker
 from kairos.orloj.store import DistributionStore
 from kairos.orloj.window import LatencyWindows
 
@@ -76,6 +76,10 @@ class OrlojPolicy:
         self.speed = (
             SpeedTracker(cfg.speed_window, cfg.speed_tolerance) if cfg.speed_window else None
         )
+        self.sizing = (
+            SizeCorrection(cfg.speed_window) if cfg.speed_window and cfg.size_correction else None
+        )
+        self._applied: dict[int, float] = {}  # per-size factors the store's model carries
         self._now = -math.inf
         self._outstanding = 0
         self._busy_until = -math.inf
@@ -124,6 +128,8 @@ class OrlojPolicy:
         meta = {"queue_len": float(depth), "t_sched": t, "est_ms": est}
         if self.speed is not None:
             meta["speed"] = self.speed.factor  # est_ms / speed: what the unscaled g_k expects
+            if self.sizing is not None:  # ... / size_factor too, with per-size correction
+                meta["size_factor"] = self._applied.get(len(members), 1.0)
         return Batch([e.req for e in members], meta=meta), dropped
 
     def on_batch_done(self, batch: Batch, now: float, measured_ms: float) -> None:
@@ -133,11 +139,29 @@ class OrlojPolicy:
             self._busy_until = -math.inf
         if self.speed is not None and "speed" in batch.meta:
             expected = batch.meta["est_ms"] / batch.meta["speed"]
-            factor = self.speed.observe(measured_ms, expected)
-            if factor is not None:  # the machine's speed moved: stretch every distribution
-                self.store.model = self.config.batch_model.scaled(factor)
+            expected /= batch.meta.get("size_factor", 1.0)
+            moved = self.speed.observe(measured_ms, expected) is not None
+            if self.sizing is not None:
+                moved |= self._correct_size(batch.size, measured_ms, expected)
+            if moved:  # the machine's speed moved: stretch every distribution
+                if self.sizing is None:
+                    self.store.model = self.config.batch_model.scaled(self.speed.factor)
+                else:
+                    self.store.model = self.config.batch_model.corrected(
+                        self.sizes, self.speed.factor, self._applied
+                    )
                 self.store.rebuild()
                 self.queues.refresh(t, structural=True)
+
+    def _correct_size(self, k: int, measured_ms: float, expected_ms: float) -> bool:
+        """Learn size k's own factor; True if it moved past the tolerance (a rebuild is due)."""
+        assert self.sizing is not None and self.speed is not None
+        self.sizing.observe(k, measured_ms, expected_ms * self.speed.factor)
+        new, old = self.sizing.factor(k), self._applied.get(k, 1.0)
+        if abs(new - old) <= self.config.speed_tolerance * old:
+            return False
+        self._applied[k] = new
+        return True
 
     def next_wakeup(self, now: float) -> float | None:
         if self._outstanding == 1 and self.config.schedule_ahead_ms > 0 and self.pending():

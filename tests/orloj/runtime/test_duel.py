@@ -1,0 +1,57 @@
+"""The real-server duel runner (kairos.orloj.runtime.duel), small: two freshly calibrated runs
+of a small decoder, the second with CPU-bound neighbours, a result file with each run's
+calibration error beside its paired difference."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from kairos.orloj.runtime.duel import DuelConfig, main, summarise
+
+
+def test_the_paired_differences_are_per_run_and_per_load() -> None:
+    rows = [
+        {"run": run, "load": 0.6, "policy": p, "finish_rate": fr}
+        for run, p, fr in (
+            (0, "orloj", 0.8),
+            (0, "clockwork", 0.7),
+            (1, "clockwork", 0.6),
+            (1, "orloj", 0.5),
+        )
+    ]
+    s = summarise(rows)["0.6"]
+    assert s["diffs"] == pytest.approx([0.1, -0.1]) and s["runs"] == 2
+    assert s["mean"] == pytest.approx(0.0) and s["half"] > 0.1
+
+
+def test_bad_settings_are_refused_by_name() -> None:
+    with pytest.raises(ValidationError, match="runs"):
+        DuelConfig(runs=1)
+    with pytest.raises(ValidationError, match="neighbour_evry"):
+        DuelConfig.model_validate({"neighbour_evry": 2})
+
+
+def test_a_small_duel_writes_every_run_with_its_calibration(tmp_path: Path) -> None:
+    out = tmp_path / "duel.json"
+    small = {
+        "model_options": {"d_model": 64},
+        "loads": [0.6],
+        "warm_up": 10,
+        "batch_reps": 1,
+        "neighbour_after_s": 0.0,
+    }
+    main(["--out", str(out), "--runs", "2", "--requests", "60", "--set", json.dumps(small)])
+    result = json.loads(out.read_text())
+    rows = result["rows"]
+    assert [(r["run"], r["neighbours"]) for r in rows] == [(0, False)] * 2 + [(1, True)] * 2
+    assert {r["policy"] for r in rows if r["run"] == 1} == {"orloj", "clockwork"}
+    assert all(math.isfinite(r["calibration_error"]) for r in rows)
+    assert all(math.isfinite(r["holdout_error"]) for r in rows)
+    assert all(r["drift"] is not None and r["drift"] > 0 for r in rows)
+    summary = result["summary"]["0.6"]
+    assert summary["runs"] == 2 and len(summary["diffs"]) == 2
