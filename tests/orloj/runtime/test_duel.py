@@ -52,6 +52,10 @@ def test_a_small_duel_writes_every_run_with_its_calibration(tmp_path: Path) -> N
     assert {r["policy"] for r in rows if r["run"] == 1} == {"orloj", "clockwork"}
     assert all(math.isfinite(r["calibration_error"]) for r in rows)
     assert all(math.isfinite(r["holdout_error"]) for r in rows)
-    assert all(r["drift"] is not None and r["drift"] > 0 for r in rows)
+    # drift is busy over predicted time, so it exists for a replay that ran batches; one that
+    # dropped everything (a policy starved by the neighbours) has none to report
+    ran = [r for r in rows if r["batches"] > 0]
+    assert {r["policy"] for r in ran} == {"orloj", "clockwork"}
+    assert all(r["drift"] is not None and math.isfinite(r["drift"]) and r["drift"] > 0 for r in ran)
     summary = result["summary"]["0.6"]
     assert summary["runs"] == 2 and len(summary["diffs"]) == 2
