@@ -175,3 +175,10 @@ def test_a_missing_decision_and_a_late_one_are_divergences() -> None:
 def test_an_alteration_that_changes_nothing_is_refused() -> None:
     with pytest.raises(ValueError, match="leave decision 0 as it was"):
         altered([Entry(0.0, Step("a", 1))], 0, tokens=1)
+
+
+def test_a_path_that_cannot_be_written_is_named(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(DecisionLogError, match=r"cannot write the decision log .*a-file"):
+        DecisionLog(blocker / "log.jsonl", CODEC, "demo")

@@ -95,7 +95,7 @@ def register(group: typer.Typer) -> None:
         from kairos.andes.policies.registry import make_policy
         from kairos.andes.simulator import simulate
         from kairos.andes.workload import SimPoint, average_rate, build_trace
-        from kairos.decisions import DecisionLog
+        from kairos.decisions import DecisionLog, DecisionLogError
         from kairos.experiments.sweep import file_digest
         from kairos.report import print_table, save_line_plot, write_result
         from kairos.workloads import TraceFormatError
@@ -156,8 +156,8 @@ def register(group: typer.Typer) -> None:
             meta = {"mode": "simulate", "point": point.model_dump(mode="json")}
             try:
                 log = DecisionLog(decision_log, CODEC, SYSTEM, meta)
-            except OSError as exc:
-                console.print(f"[red]error:[/red] --decision-log {decision_log}: {exc}")
+            except DecisionLogError as exc:
+                console.print(f"[red]error:[/red] --decision-log: {exc}")
                 raise typer.Exit(2) from None
             with log:
                 res = simulate(pol, lat, tr, sp, recorder=log)

@@ -65,7 +65,7 @@ def serve_command(
     from kairos.andes.server import serve
     from kairos.andes.server.app import create_app
     from kairos.andes.server.settings import ServerSettings
-    from kairos.decisions import DecisionLog
+    from kairos.decisions import DecisionLog, DecisionLogError
 
     try:
         engine_cfg = EngineConfig.model_validate(
@@ -102,8 +102,8 @@ def serve_command(
         meta = {"mode": "serve", "engine": engine_cfg.model_dump(mode="json")}
         try:
             log = DecisionLog(decision_log, CODEC, SYSTEM, meta)
-        except OSError as exc:
-            console.print(f"[red]error:[/red] cannot write the decision log: {exc}")
+        except DecisionLogError as exc:
+            console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from None
     try:
         # built (and calibrated) on the thread that will run it: one OpenMP team (async_engine.py)

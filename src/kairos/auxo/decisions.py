@@ -140,8 +140,5 @@ def rows_of(comp: np.ndarray) -> tuple[tuple[float, ...], ...]:
 
 def open_log(path: str | Path, meta: Mapping[str, Any]) -> DecisionLog:
     """A decision log of Auxo's records at `path`; a `ValueError` naming the path when it
-    cannot be written."""
-    try:
-        return DecisionLog(path, CODEC, "auxo", dict(meta))
-    except OSError as exc:
-        raise ValueError(f"cannot write the decision log {path}: {exc.strerror or exc}") from None
+    cannot be written (`DecisionLogError`, a ValueError)."""
+    return DecisionLog(path, CODEC, "auxo", dict(meta))

@@ -25,14 +25,20 @@ class DecisionLogError(ValueError):
 
 
 class DecisionLog:
-    """A recorder that appends every decision to a JSON-lines file."""
+    """A recorder that appends every decision to a JSON-lines file. A path that cannot be
+    written is a `DecisionLogError` naming it, so every command reports it the same way."""
 
     def __init__(
         self, path: str | Path, codec: Codec, system: str, meta: dict[str, Any] | None = None
     ) -> None:
         self.path, self.codec = Path(path), codec
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] | None = self.path.open("w", encoding="utf-8", buffering=1)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file: IO[str] | None = self.path.open("w", encoding="utf-8", buffering=1)
+        except OSError as exc:
+            raise DecisionLogError(
+                f"cannot write the decision log {path}: {exc.strerror or exc}"
+            ) from None
         header = {"kairos_decision_log": FORMAT, "system": system, "meta": meta or {}}
         self._file.write(json.dumps(header) + "\n")
         self.count = 0

@@ -68,8 +68,5 @@ CODEC = Codec([BatchDecision, Drop])
 
 def open_log(path: str | Path, meta: Mapping[str, Any]) -> DecisionLog:
     """A decision log of Orloj's records at `path`; a `ValueError` naming the path when it
-    cannot be written."""
-    try:
-        return DecisionLog(path, CODEC, "orloj", dict(meta))
-    except OSError as exc:
-        raise ValueError(f"cannot write the decision log {path}: {exc.strerror or exc}") from None
+    cannot be written (`DecisionLogError`, a ValueError)."""
+    return DecisionLog(path, CODEC, "orloj", dict(meta))

@@ -83,7 +83,7 @@ def register(group: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Tune on real trials (worker processes on virtual devices) and report the best."""
-        from kairos.decisions import DecisionLog
+        from kairos.decisions import DecisionLog, DecisionLogError
         from kairos.fluid.decisions import CODEC
         from kairos.fluid.device_model import DeviceModel
         from kairos.fluid.runtime.local import DIGITS, Emulation, WorkerPool, tune_local
@@ -99,9 +99,9 @@ def register(group: typer.Typer) -> None:
         if decision_log is not None:
             try:
                 log = DecisionLog(decision_log, CODEC, "fluid", meta)
-            except OSError as exc:
+            except DecisionLogError as exc:
                 raise typer.BadParameter(
-                    f"cannot write the decision log {decision_log}: {exc.strerror or exc}",
+                    str(exc),
                     param_hint="--decision-log",
                 ) from None
         emulate = Emulation(DeviceModel(), emulate_t1, util=0.45) if emulate_t1 > 0 else None

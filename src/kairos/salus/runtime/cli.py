@@ -52,7 +52,7 @@ def register(group: typer.Typer) -> None:
         """Serve jobs: POST /v1/jobs, GET /v1/jobs(/{id}), POST /v1/jobs/{id}/cancel, /metrics."""
         from pydantic import ValidationError
 
-        from kairos.decisions import DecisionLog
+        from kairos.decisions import DecisionLog, DecisionLogError
         from kairos.runtime.http import serve
         from kairos.salus.decisions import CODEC
         from kairos.salus.runtime.job import DEFAULT_ALLOWED
@@ -89,9 +89,9 @@ def register(group: typer.Typer) -> None:
             }
             try:
                 log = DecisionLog(decision_log, CODEC, "salus", meta)
-            except OSError as exc:
+            except DecisionLogError as exc:
                 raise typer.BadParameter(
-                    f"cannot write the decision log {decision_log}: {exc.strerror or exc}",
+                    str(exc),
                     param_hint="--decision-log",
                 ) from None
         service = SalusService(settings, recorder=log)
