@@ -7,40 +7,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from kairos.andes.engine.api import SamplingParams
 from kairos.andes.engine.config import EngineConfig, ModelConfig
 from kairos.andes.engine.cpu import build_engine
 from kairos.andes.engine.weights import load_checkpoint, save_checkpoint
+from tests.andes.bpe_tokenizer import write_tokenizer
 
 from .conftest import TINY, flat_profile, tiny_model
-
-CORPUS = ["the quick brown fox jumps over the lazy dog", "hello world, streaming tokens"] * 20
-
-
-def write_tokenizer(path: Path, vocab_size: int) -> Tokenizer:
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=["<unk>", "<s>", "</s>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(CORPUS, trainer)
-    tok.save(str(path / "tokenizer.json"))
-    (path / "tokenizer_config.json").write_text(
-        json.dumps(
-            {
-                "bos_token": "<s>",
-                "eos_token": "</s>",
-                "chat_template": "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}"
-                "{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}",
-            }
-        )
-    )
-    return tok
 
 
 @pytest.mark.parametrize("qwen", [False, True])

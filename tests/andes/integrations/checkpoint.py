@@ -7,10 +7,10 @@ gibberish, but greedy decoding is deterministic, which is all the equivalence te
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-CORPUS = ["the quick brown fox jumps over the lazy dog", "hello world, streaming tokens"] * 20
+from tests.andes.bpe_tokenizer import write_tokenizer
+
 VOCAB = 320
 MAX_LEN = 1024
 
@@ -20,31 +20,14 @@ def write_checkpoint(path: Path, seed: int = 0) -> Path:
     32, the smallest size vLLM's CPU attention kernels take."""
     import torch
     import transformers
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     path.mkdir(parents=True, exist_ok=True)
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB,
-        special_tokens=["<unk>", "<s>", "</s>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(CORPUS, trainer)
-    tok.save(str(path / "tokenizer.json"))
-    (path / "tokenizer_config.json").write_text(
-        json.dumps(
-            {
-                "tokenizer_class": "PreTrainedTokenizerFast",
-                "bos_token": "<s>",
-                "eos_token": "</s>",
-                "unk_token": "<unk>",
-                "model_max_length": MAX_LEN,
-                "chat_template": "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}"
-                "{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}",
-            }
-        )
+    write_tokenizer(
+        path,
+        VOCAB,
+        tokenizer_class="PreTrainedTokenizerFast",
+        unk_token="<unk>",
+        model_max_length=MAX_LEN,
     )
     cfg = transformers.LlamaConfig(
         vocab_size=VOCAB,
