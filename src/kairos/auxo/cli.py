@@ -32,6 +32,7 @@ def register(group: typer.Typer) -> None:
     ) -> None:
         """Train synthetic clients with Auxo over FedAvg under Flower's simulation engine."""
         from kairos.auxo.decisions import open_log
+        from kairos.auxo.integrations.flower_exchange import ClientFailure
         from kairos.auxo.integrations.flower_simulation import run_auxo_simulation, small_run
         from kairos.auxo.replay import log_meta
         from kairos.report import print_table
@@ -50,6 +51,9 @@ def register(group: typer.Typer) -> None:
             strategy.policy.recorder = log
         try:
             run_auxo_simulation(strategy, recipe, model, local, seed=seed, num_cpus=num_cpus)
+        except ClientFailure as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(1) from None
         finally:
             if log is not None:
                 log.close()

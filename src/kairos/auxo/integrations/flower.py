@@ -57,6 +57,7 @@ from kairos.auxo.integrations.flower_cohort import CohortGrid, CohortSlot, Round
 from kairos.auxo.integrations.flower_exchange import (
     Feedback,
     ask_for_requests,
+    check_replies,
     evaluation_messages,
     read_choice,
     sample,
@@ -168,6 +169,8 @@ class AuxoStrategy(Strategy):
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        replies = list(replies)
+        check_replies(server_round, "training", replies)
         groups: dict[str, list[Message]] = defaultdict(list)
         # replies in client order: Ray returns them as actors finish, and k-means++ seeding
         # and the base's summation depend on the order, so a run would depend on scheduling
@@ -220,6 +223,8 @@ class AuxoStrategy(Strategy):
     def aggregate_evaluate(
         self, server_round: int, replies: Iterable[Message]
     ) -> MetricRecord | None:
+        replies = list(replies)
+        check_replies(server_round, "evaluation", replies)
         valid = [m for m in replies if not m.has_error()]
         if not valid:
             return None

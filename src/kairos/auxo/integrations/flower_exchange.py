@@ -8,6 +8,7 @@ which Flower's `sample_nodes` uses, is not seeded by the run).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +31,33 @@ from kairos.auxo.integrations.flower_records import (
     str_field,
 )
 from kairos.auxo.matching import AffinityRequest
+
+
+class ClientFailure(RuntimeError):
+    """Every client of a round failed: a run that goes on would train nothing and report
+    empty metrics, so it stops with the first client's own error."""
+
+
+def check_replies(server_round: int, stage: str, replies: list[Message]) -> None:
+    """Raise `ClientFailure` when a round got replies and every one carries an error (a model
+    that does not fit the clients' data fails on every client alike). A few failed clients
+    are tolerated, as Flower's strategies tolerate them."""
+    failed = [m for m in replies if m.has_error()]
+    if replies and len(failed) == len(replies):
+        first = failed[0]
+        raise ClientFailure(
+            f"round {server_round}: all {len(replies)} clients failed in {stage}; "
+            f"node {first.metadata.src_node_id}: {client_error(first.error.reason)}"
+        )
+
+
+def client_error(reason: str | None) -> str:
+    """The client's own exception message out of the Ray traceback Flower wraps it in."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", reason or "").strip()
+    if "Message: " in text:
+        text = text.rsplit("Message: ", 1)[1]
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1].strip().removesuffix("'>") if lines else "(no reason given)"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from flwr.simulation import run_simulation
 
 from kairos.auxo.integrations.flower import AuxoStrategy
 from kairos.auxo.integrations.flower_client import FederatedRecipe, auxo_client_app, initial_arrays
+from kairos.auxo.integrations.flower_exchange import ClientFailure
 from kairos.auxo.params import AuxoParams
 from kairos.fl.learning import LocalConfig, LogisticRegression, Model
 
@@ -72,15 +73,21 @@ def run_auxo_simulation(
     num_cpus: int = 2,
     client_cpus: float = 1.0,
 ) -> Result:
-    """Train `recipe`'s clients with Auxo for `strategy.params.total_rounds` Flower rounds."""
+    """Train `recipe`'s clients with Auxo for `strategy.params.total_rounds` Flower rounds;
+    `ClientFailure` when every client of a round failed (the first client's error in it)."""
     local = local or LocalConfig()
     results: list[Result] = []
+    failures: list[ClientFailure] = []
     server = ServerApp()
 
     @server.main()
     def main(grid: Grid, context: Context) -> None:
         arrays = initial_arrays(model, seed)
-        results.append(strategy.start(grid, arrays, num_rounds=strategy.params.total_rounds))
+        try:
+            results.append(strategy.start(grid, arrays, num_rounds=strategy.params.total_rounds))
+        except ClientFailure as exc:  # Flower logs a ServerApp's exception and returns
+            failures.append(exc)
+            raise
 
     client = auxo_client_app(recipe, model, strategy.params, local, seed)
     run_simulation(
@@ -92,6 +99,8 @@ def run_auxo_simulation(
             "client_resources": {"num_cpus": client_cpus, "num_gpus": 0.0},
         },
     )
+    if failures:
+        raise failures[0]
     if not results:
         raise RuntimeError("the Flower ServerApp ended without a result (see Flower's log)")
     return results[0]
