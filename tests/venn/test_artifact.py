@@ -147,3 +147,23 @@ def test_the_driver_injects_our_jobs_and_reads_every_job_back(inputs: Path, tmp_
     assert res["jct"][1] is None and res["finished"] == len(jobs) - 1
     assert res["avg_jct"] == math.inf  # an unfinished job is never averaged away
     assert res["aborts"] == list(range(len(jobs)))
+
+
+def test_differential_names_a_missing_artifact_and_how_to_fetch_it(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from kairos.cli import app
+
+    work = tmp_path / "work"
+    result = CliRunner(env={"COLUMNS": "300"}).invoke(
+        app, ["venn", "differential", "--artifact", str(tmp_path), "--work", str(work)]
+    )
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert "not a checkout of the Venn artifact" in text and "SymbioticLab/Venn" in text, text
+    assert not work.exists()  # refused before any input was written
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "venn_event.py").write_text("")
+    from kairos.venn.differential import check_artifact
+
+    assert check_artifact(tmp_path) == tmp_path.resolve()

@@ -52,14 +52,18 @@ def register(group: typer.Typer) -> None:
         `--venn` overrides single fields on top."""
         from kairos.report import print_table
         from kairos.venn.artifact import ARTIFACT_VENN
-        from kairos.venn.differential import compare, differential
+        from kairos.venn.differential import ArtifactMissing, check_artifact, compare, differential
 
+        try:
+            check_artifact(artifact)
+        except ArtifactMissing as exc:
+            raise typer.BadParameter(str(exc), param_hint="--artifact") from None
         if readings not in ("artifact", "kairos"):
             raise typer.BadParameter(f"--readings: artifact or kairos, not {readings!r}")
         base = ARTIFACT_VENN if readings == "artifact" else {}
 
         rows = differential(
-            artifact.resolve(),
+            artifact,
             work,
             workload,
             [int(s) for s in seeds.split(",")],

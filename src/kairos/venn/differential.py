@@ -82,6 +82,23 @@ def run_artifact(artifact: Path, inputs: Path, sched: str, out: Path) -> dict[st
     return read_artifact_output(out)
 
 
+class ArtifactMissing(ValueError):
+    """The `--artifact` path is not a checkout of the authors' artifact."""
+
+
+def check_artifact(artifact: Path) -> Path:
+    """`artifact` resolved, if it holds the artifact's simulator (`src/venn_event.py`); else an
+    error that says what was expected and how to get it, before any input is written."""
+    entry = artifact / "src" / "venn_event.py"
+    if not entry.is_file():
+        raise ArtifactMissing(
+            f"{artifact} is not a checkout of the Venn artifact: {entry} not found. Fetch "
+            "https://github.com/SymbioticLab/Venn and extract commit f8ada37's src/ and config/ "
+            "there (git archive f8ada37 src config | tar -x -C DIR), then pass --artifact DIR"
+        )
+    return artifact.resolve()
+
+
 def differential(
     artifact: Path,
     work: Path,
@@ -93,6 +110,7 @@ def differential(
     weeks: int = 4,
 ) -> list[dict[str, Any]]:
     """One row per (policy, seed): both sides' mean JCT, aborts and finished jobs."""
+    artifact = check_artifact(artifact)
     dirs = {s: prepare(workload, s, work / f"{workload}_{s}", weeks) for s in seeds}
     tasks = [(p, s) for p in policies for s in seeds]
     with ThreadPoolExecutor(max(1, workers)) as ex:

@@ -111,3 +111,12 @@ def test_bad_options_are_named(cli: typer.Typer, tmp_path: Path) -> None:
         ["serve", *TINY, "--quick", "--worker", "thread", "--decision-log", f"{tmp_path}/file/x"],
     )
     assert bad_log.exit_code == 2 and "cannot write the decision log" in bad_log.output
+
+
+def test_loadgen_reads_a_calibration_it_never_writes(cli: typer.Typer, tmp_path: Path) -> None:
+    missing = tmp_path / "none.json"
+    gone = runner.invoke(cli, ["loadgen", *TINY[:4], "--calibration", str(missing)])
+    assert gone.exit_code == 2 and "no calibration file at" in gone.output, gone.output
+    assert not missing.exists()
+    helptext = " ".join(runner.invoke(cli, ["loadgen", "--help"]).output.split())
+    assert "must exist" in helptext and "measured + saved" not in helptext, helptext

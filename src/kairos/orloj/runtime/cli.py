@@ -31,6 +31,10 @@ ModelOpt = Annotated[str, typer.Option(help="early-exit, decoder or static")]
 CalOpt = Annotated[
     Path | None, typer.Option(help="Calibration JSON: loaded if it exists, else measured + saved")
 ]
+ReadCalOpt = Annotated[
+    Path | None,
+    typer.Option(help="Calibration JSON to read (must exist); none: measured here, not saved"),
+]
 AppsOpt = Annotated[
     Path | None, typer.Option(help='Apps JSON {"app": ["class", ...]}; default: the model\'s')
 ]
@@ -92,7 +96,8 @@ def _setup(
     else:
         runs = {"solo_runs": 5, "batch_reps": 1} if quick else {}
         cfg = CalibrationConfig(batch_sizes=sizes, **runs)
-        console.print(f"[dim]calibrating {served.kind} (use --calibration FILE to keep it) ...")
+        keep = f"saved to {calibration}" if calibration is not None else "not saved"
+        console.print(f"[dim]calibrating {served.kind} ({keep}) ...")
         if worker is not None:
             cal = worker(served).calibrate(cfg)
         else:
@@ -282,7 +287,7 @@ def register(group: typer.Typer) -> None:
         model: ModelOpt = "early-exit",
         model_option: Opts = None,
         apps: AppsOpt = None,
-        calibration: CalOpt = None,
+        calibration: ReadCalOpt = None,
         trace: Annotated[Path | None, typer.Option(help="Replay this JSONL trace")] = None,
         save_trace: Annotated[Path | None, typer.Option(help="Write the trace used")] = None,
         requests: int = 600,
