@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
-from rich.progress import Progress
 from threadpoolctl import threadpool_limits
+
+from kairos.experiments.progress import progress
 
 C = TypeVar("C", bound=BaseModel)
 PointFn = Callable[[C], dict[str, Any]]
@@ -201,21 +202,20 @@ class Sweep(Generic[C]):
         todo = [i for i, r in enumerate(results) if r is None]
         self.computed = 0
         self.failures: dict[int, BaseException] = {}
-        with Progress(disable=not self.progress, transient=True) as bar:
-            task = bar.add_task(self.description, total=len(self.configs))
-            bar.advance(task, len(self.configs) - len(todo))
+        with progress(self.description, len(self.configs), self.progress) as advance:
+            advance(len(self.configs) - len(todo))
 
             def done(i: int, result: dict[str, Any] | BaseException) -> None:
                 if isinstance(result, BaseException):
                     self.failures[i] = result
-                    bar.advance(task)
+                    advance(1)
                     return
                 # round-trip through JSON so cached and fresh results are the same objects
                 clean: dict[str, Any] = json.loads(json.dumps(result))
                 self._store(self.configs[i], clean)
                 results[i] = clean
                 self.computed += 1
-                bar.advance(task)
+                advance(1)
 
             if self.ray_address:
                 self._run_ray(todo, done)

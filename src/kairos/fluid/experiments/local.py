@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from kairos.experiments import ExperimentContext, experiment
+from kairos.experiments.progress import progress
 from kairos.experiments.publish import publish
 from kairos.fluid.core.model import Limits
 from kairos.fluid.device_model import DeviceModel
@@ -41,7 +42,11 @@ class LocalConfig(BaseModel):
 def local(cfg: LocalConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
     emulate = Emulation(DeviceModel(), cfg.emulated_t1_s, util=0.45)
     rows = []
-    with WorkerPool(cfg.devices, 2, DIGITS) as pool, tempfile.TemporaryDirectory() as tmp:
+    with (
+        WorkerPool(cfg.devices, 2, DIGITS) as pool,
+        tempfile.TemporaryDirectory() as tmp,
+        progress("fluid local: tuning runs", 4, ctx.progress) as advance,
+    ):
         for algorithm in ("grid", "sha"):
             for label, driver_cfg in (
                 (
@@ -60,6 +65,7 @@ def local(cfg: LocalConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
                 run = tune_local(
                     tuner, pool, driver_cfg, Path(tmp) / f"{algorithm}-{label}", emulate=emulate
                 )
+                advance(1)
                 best = run.stats.best_trial
                 rows.append(
                     {
