@@ -17,6 +17,7 @@ MODULES = [
     "benchmarks.bench_serving",
     "benchmarks.bench_orloj",
     "benchmarks.bench_venn",
+    "benchmarks.bench_venn_store",
     "benchmarks.bench_fluid",
     "benchmarks.bench_salus",
     "benchmarks.bench_salus_runtime",

@@ -3,8 +3,7 @@ the field, auth, metrics, and that the server keeps serving after bad requests."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -23,8 +22,10 @@ JSON_AUTH = {**AUTH, "content-type": "application/json"}
 
 
 @pytest.fixture()
-def url(tmp_path: Path) -> Iterator[str]:
-    app = create_app(ServiceSettings(api_key=KEY), db=tmp_path / "venn.sqlite")
+def url(store_spec: Callable[[], str]) -> Iterator[str]:
+    """The service on each backend: the single-process service on a SQLite file, and one
+    stateless front-end on a PostgreSQL database (same API, same answers)."""
+    app = create_app(ServiceSettings(api_key=KEY), db=store_spec())
     with BackgroundServer(app) as srv:
         yield srv.url
 

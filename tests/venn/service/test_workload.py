@@ -89,8 +89,12 @@ def test_restart_mid_run_loses_no_job(tmp_path: Path) -> None:
 
     async def main() -> None:
         work = asyncio.create_task(run_workload(url, CFG, JOBS, timeout_s=HANG_S))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + HANG_S
         while True:  # wait until the run is well under way (some rounds completed)
             await asyncio.sleep(0.2)
+            assert not work.done(), "the run ended before the restart"
+            assert loop.time() < deadline, "no four rounds completed: the run hangs"
             try:
                 jobs = httpx.get(url + "/v1/jobs").json()["jobs"]
             except httpx.TransportError:
@@ -104,6 +108,6 @@ def test_restart_mid_run_loses_no_job(tmp_path: Path) -> None:
     try:
         asyncio.run(main())
         assert len(restarted) == 10
-        assert sum(int(j["rounds_done"]) for j in restarted) < 20  # restarted mid-run
+        assert sum(int(str(j["rounds_done"])) for j in restarted) < 20  # restarted mid-run
     finally:
         servers[-1].stop()

@@ -14,10 +14,19 @@ for another body. `/health`, `/metrics`.
 Loopback by default; set `api_key` before exposing it. With `decision_log`, the driver writes
 every input and decision to that file (`kairos.venn.decisions`; replayed by
 `kairos.venn.rerun`).
+
+The store (`db`): a SQLite file runs the single-process service (`core.VennService`, the
+driver in memory, persisted to the file); a `postgresql://` URL runs a stateless front-end
+(`shared.SharedService`), one of any number on that database, which judges deadlines and
+refreshes its snapshot every `refresh_s` in the background. A database that cannot be reached
+answers 503 (retry), never a half-done write.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import re
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -39,7 +48,12 @@ from kairos.runtime.settings import MIN_BODY_BYTES, HTTPSettings
 from kairos.venn.decisions import CODEC, SYSTEM
 from kairos.venn.service.core import ServiceError, VennService, log_meta
 from kairos.venn.service.metrics import VennCollector
-from kairos.venn.service.store import Store
+from kairos.venn.service.shared import SharedService
+from kairos.venn.service.store_api import StoreUnavailable
+from kairos.venn.service.stores import is_postgres, open_store
+
+log = logging.getLogger(__name__)
+Service = VennService | SharedService
 
 M = TypeVar("M", bound=BaseModel)
 Id = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")
@@ -49,7 +63,8 @@ class ServiceSettings(HTTPSettings):
     """How the service listens and protects itself (`kairos.runtime.settings`), where it keeps
     its state and which policy it runs. Its bodies are small JSON objects: 16 KiB at most."""
 
-    db: str = "venn.sqlite"
+    db: str = Field("venn.sqlite", description="a SQLite file, or a postgresql:// URL")
+    refresh_s: float = Field(0.1, gt=0, description="a front-end's snapshot period (PostgreSQL)")
     policy: str = "venn"
     max_body_bytes: int = Field(16 * 1024, ge=MIN_BODY_BYTES)
     retry_after_s: float = Field(1.0, ge=0, description="check-in hint when nothing is offered")
@@ -126,30 +141,45 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
     at startup, so a new app on the same file continues where the last one stopped."""
     settings = settings or ServiceSettings()
     http_counts: Counter[int] = Counter()
-    holder: dict[str, VennService] = {}
+    holder: dict[str, Service] = {}
     registry = registry_for(VennCollector(lambda: holder.get("svc"), http_counts))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = Store(db if db is not None else settings.db)
-        log = None
+        spec = str(db if db is not None else settings.db)
+        if is_postgres(spec) and settings.decision_log is not None:
+            raise ValueError("a decision log records one process's driver: not with PostgreSQL")
+        store = open_store(spec)
+        record = None
+        service: Service
         try:
-            service = VennService(store, policy=settings.policy)
-            if settings.decision_log is not None:  # from here on: after the rebuild
-                log = DecisionLog(settings.decision_log, CODEC, SYSTEM, log_meta(service))
-                service.driver.recorder = log
+            if is_postgres(spec):
+                service = SharedService(store, policy=settings.policy)
+            else:
+                service = VennService(store, policy=settings.policy)
+                if settings.decision_log is not None:  # from here on: after the rebuild
+                    record = DecisionLog(settings.decision_log, CODEC, SYSTEM, log_meta(service))
+                    service.driver.recorder = record
         except BaseException:
             store.close()  # (and its lock) for the next attempt
             raise
         holder["svc"] = service
+        ticking = None
+        if isinstance(service, SharedService):
+            ticking = asyncio.create_task(_tick(service, settings.refresh_s))
         try:
             yield
         finally:
             holder.pop("svc")
-            service.driver.stop()
+            if ticking is not None:
+                ticking.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ticking
+            if isinstance(service, VennService):
+                service.driver.stop()
             store.close()
-            if log is not None:
-                log.close()
+            if record is not None:
+                record.close()
 
     app = FastAPI(
         title="kairos Venn", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
@@ -158,7 +188,7 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
     app.add_middleware(StatusCounter, counts=http_counts)
     auth = api_key_dependency(settings.api_key)
 
-    def svc() -> VennService:
+    def svc() -> Service:
         if "svc" not in holder:
             raise APIError(503, "The Venn service is not running.", code="unavailable")
         return holder["svc"]
@@ -171,6 +201,10 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
     async def on_refused(request: Request, exc: ServiceError) -> JSONResponse:
         """The core's refusals (kept free of FastAPI) in the shared error shape."""
         return APIError(exc.status, exc.message, param=exc.param).response()
+
+    @app.exception_handler(StoreUnavailable)
+    async def on_unavailable(request: Request, exc: StoreUnavailable) -> JSONResponse:
+        return APIError(503, f"{exc}; retry shortly.", code="unavailable").response()
 
     @app.post("/v1/jobs", dependencies=[auth], status_code=201)
     async def register(request: Request) -> JSONResponse:
@@ -238,3 +272,14 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
         return PlainTextResponse(exposition(registry), media_type=CONTENT_TYPE)
 
     return app
+
+
+async def _tick(service: SharedService, period_s: float) -> None:
+    """Judge due deadlines and refresh the snapshot every `period_s`; a database outage is
+    waited out (the requests meanwhile answer 503)."""
+    while True:
+        await asyncio.sleep(period_s)
+        try:
+            service.tick()
+        except StoreUnavailable as exc:
+            log.warning("venn front-end: %s", exc)

@@ -1,10 +1,12 @@
 """`kairos venn serve | devices`: the resource-manager service and its device emulator.
 
     kairos venn serve --db venn.sqlite --policy venn [--decision-log venn.decisions.jsonl]
+    kairos venn serve --store postgresql:///venn?host=/run/postgresql --port 8001   # x N
     kairos venn replay venn.decisions.jsonl [--policy random]
     kairos venn devices --n 1000 --url http://127.0.0.1:8000 --jobs 10
 
-`serve` keeps its state in the SQLite file, so a restarted server continues every job.
+`serve` keeps its state in the SQLite file, so a restarted server continues every job; with
+`--store postgresql://...` it is one stateless front-end of any number on that database.
 `replay` feeds a decision log's inputs to the simulator's driver and reports the first
 decision that differs (exit 1), or that none does.
 `devices` emulates devices (attributes from a kairos.fl population, kept on the device) until
@@ -42,24 +44,36 @@ def register(group: typer.Typer) -> None:
         decision_log: Annotated[
             str | None, typer.Option(help="write every round event (JSON lines) to this file")
         ] = None,
+        store: Annotated[
+            str | None,
+            typer.Option(help="postgresql://... : a front-end on that database (or a SQLite file)"),
+        ] = None,
     ) -> None:
         """Serve the Venn resource manager over HTTP until Ctrl-C."""
         from kairos.runtime.http import serve
         from kairos.venn.policies.registry import policy_names
         from kairos.venn.service.app import ServiceSettings, create_app
+        from kairos.venn.service.stores import is_postgres
 
+        spec = store if store is not None else db
         known = policy_names()
         if policy not in known:
             raise typer.BadParameter(f"unknown policy {policy!r}; known: {', '.join(known)}")
         settings = ServiceSettings(
             host=host,
             port=port,
-            db=db,
+            db=spec,
             policy=policy,
             api_key=api_key,
             log_level=log_level,
             decision_log=decision_log,
         )
+        if decision_log is not None and is_postgres(spec):
+            console.print(
+                "[red]error:[/red] --decision-log records one process's driver; "
+                "it does not go with a PostgreSQL --store"
+            )
+            raise typer.Exit(1)
         if decision_log is not None:
             try:  # a path it cannot write: one line here, not a traceback at startup
                 Path(decision_log).parent.mkdir(parents=True, exist_ok=True)
@@ -70,11 +84,13 @@ def register(group: typer.Typer) -> None:
         from kairos.runtime.file_lock import FileInUseError, FileLock
 
         try:  # refuse here, in one line, rather than in a traceback from the app's startup
-            FileLock(db, "Venn store").release()
+            if not is_postgres(spec):
+                FileLock(spec, "Venn store").release()
         except FileInUseError as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(1) from None
-        console.print(f"Venn service ({policy}) on http://{host}:{port}, state in {db}")
+        where = "a PostgreSQL database" if is_postgres(spec) else spec
+        console.print(f"Venn service ({policy}) on http://{host}:{port}, state in {where}")
         serve(create_app(settings), settings)
 
     @group.command("replay")

@@ -23,7 +23,7 @@ from kairos.venn.driver import Driver, DriverConfig, Job, Round
 from kairos.venn.manager import ResourceManager
 from kairos.venn.policies.registry import make_policy
 from kairos.venn.service.offers import THRESHOLDS, accepted_atom, offer_id, requirement_of
-from kairos.venn.service.store import JobRow, RoundRow, Store
+from kairos.venn.service.store_api import JobRow, RoundRow, VennStore
 
 
 class ServiceError(Exception):
@@ -59,7 +59,7 @@ class VennService:
 
     def __init__(
         self,
-        store: Store,
+        store: VennStore,
         policy: str = "venn",
         clock: Timers | None = None,
         replan_period_s: float = 600.0,
@@ -299,28 +299,7 @@ class VennService:
         return rnd
 
     def describe(self, job: JobRow) -> dict[str, Any]:
-        rnd = self.open_round(job.job_id)
-        state = "finished" if job.finished is not None else "running" if rnd else "waiting"
-        return {
-            "id": job.job_id,
-            "name": job.name,
-            "requirement": job.requirement,
-            "demand": job.demand,
-            "rounds": job.rounds,
-            "rounds_done": job.rounds_done,
-            "deadline_s": job.deadline_s,
-            "min_resp_frac": job.min_resp_frac,
-            "state": state,
-            "round": None
-            if rnd is None
-            else {
-                "round": rnd.round_idx,
-                "demand": rnd.demand,
-                "needed": rnd.needed,
-                "dispatched": rnd.dispatched,
-                "responses": rnd.responses,
-            },
-        }
+        return job_view(job, self.open_round(job.job_id))
 
 
 def log_meta(service: VennService) -> dict[str, Any]:
@@ -335,3 +314,28 @@ def log_meta(service: VennService) -> dict[str, Any]:
 
 def _rule(job: JobRow) -> RoundRule:
     return RoundRule(deadline_s=job.deadline_s, min_resp_frac=job.min_resp_frac)
+
+
+def job_view(job: JobRow, rnd: RoundRow | None) -> dict[str, Any]:
+    """A job as the API shows it (`rnd`: its open round, if any), in both services."""
+    state = "finished" if job.finished is not None else "running" if rnd else "waiting"
+    return {
+        "id": job.job_id,
+        "name": job.name,
+        "requirement": job.requirement,
+        "demand": job.demand,
+        "rounds": job.rounds,
+        "rounds_done": job.rounds_done,
+        "deadline_s": job.deadline_s,
+        "min_resp_frac": job.min_resp_frac,
+        "state": state,
+        "round": None
+        if rnd is None
+        else {
+            "round": rnd.round_idx,
+            "demand": rnd.demand,
+            "needed": rnd.needed,
+            "dispatched": rnd.dispatched,
+            "responses": rnd.responses,
+        },
+    }

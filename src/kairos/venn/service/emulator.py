@@ -6,6 +6,12 @@ the first one it meets, "trains" for a scaled-down compute time (its slowness ti
 `compute_s`) and reports the result. Check-ins follow a compressed day: a device checks in
 about every `mean_gap_s` at the daily peak and a quarter as often at the trough.
 Connection failures (a restarting service) are retried with a short back-off.
+
+Given several front-end URLs (stateless front-ends on one database), a device sends each
+request to the next front-end in turn, and a retry goes to the one after: a check-in, its
+accept and its result usually land on three different front-ends, and a dead one costs a
+retry. What the service accepted (assignments and counted results) is kept in the stats, so a
+test can look for each in the database afterwards.
 """
 
 from __future__ import annotations
@@ -61,6 +67,10 @@ class EmulatorStats:
     errors: int = 0
     elapsed_s: float = 0.0
     jobs: list[dict[str, Any]] = field(default_factory=list)
+    # (device, job, round) the service answered `assigned: true` / `accepted: true` for
+    assignments: list[tuple[str, str, int]] = field(default_factory=list)
+    counted: list[tuple[str, str, int]] = field(default_factory=list)
+    latencies_s: list[float] = field(default_factory=list)  # check-in + accept, per device visit
 
 
 def make_population(cfg: EmulatorConfig) -> DevicePopulation:
@@ -93,18 +103,30 @@ def make_client(cfg: EmulatorConfig, **kw: Any) -> httpx.AsyncClient:
     return httpx.AsyncClient(headers=headers, limits=limits, timeout=10.0, **kw)
 
 
+Urls = str | Sequence[str]
+
+
+def _bases(url: Urls) -> list[str]:
+    return [u.rstrip("/") for u in ([url] if isinstance(url, str) else url)]
+
+
 async def _post(
     client: httpx.AsyncClient,
-    url: str,
+    url: Urls,
+    path: str,
     body: Mapping[str, Any],
     tries: int = 50,
     stats: EmulatorStats | None = None,
     headers: Mapping[str, str] | None = None,
+    first: int = 0,
 ) -> dict[str, Any] | None:
-    """POST with retries on connection errors and 5xx; None if it kept failing or got 4xx."""
+    """POST `path` with retries on connection errors and 5xx, attempt k to front-end
+    `first + k` (of `url`'s); None if it kept failing or got 4xx."""
+    bases = _bases(url)
     for attempt in range(tries):
+        base = bases[(first + attempt) % len(bases)]
         try:
-            resp = await client.post(url, json=dict(body), headers=dict(headers or {}))
+            resp = await client.post(base + path, json=dict(body), headers=dict(headers or {}))
         except httpx.TransportError:
             resp = None
         if resp is not None and resp.status_code < 500:
@@ -119,7 +141,7 @@ async def _post(
 async def _device(
     i: int,
     pop: DevicePopulation,
-    base: str,
+    base: Urls,
     client: httpx.AsyncClient,
     cfg: EmulatorConfig,
     stop: asyncio.Event,
@@ -131,6 +153,7 @@ async def _device(
     slowness = float(pop.slowness[i])
     device_id = f"dev-{cfg.seed}-{i}"
     phase = rng.uniform(0, 2 * math.pi)  # devices live in different time zones
+    turn = i  # the front-end its next request goes to
     while not stop.is_set():
         t = time.monotonic() - t0
         activity = 0.25 + 0.75 * (1 + math.sin(2 * math.pi * t / cfg.day_s + phase)) / 2
@@ -139,7 +162,10 @@ async def _device(
             return
         except TimeoutError:
             pass
-        got = await _post(client, f"{base}/v1/checkin", {"device_id": device_id}, 3, stats)
+        start = time.perf_counter()
+        turn += 1
+        got = await _post(client, base, "/v1/checkin", {"device_id": device_id}, 3, stats,
+                          first=turn)  # fmt: skip
         if got is None:
             continue
         stats.checkins += 1
@@ -147,26 +173,35 @@ async def _device(
         stats.offers_seen += len(offers)
         mine = [o for o in offers if Requirement(name="o", **o["requirement"]).admits(attrs)]
         if not mine:
+            stats.latencies_s.append(time.perf_counter() - start)
             continue
         body = {"device_id": device_id, "capability": 1.0 / slowness}
-        ans = await _post(client, f"{base}/v1/offers/{mine[0]['offer_id']}/accept", body, 3, stats)
+        turn += 1
+        path = f"/v1/offers/{mine[0]['offer_id']}/accept"
+        ans = await _post(client, base, path, body, 3, stats, first=turn)
+        stats.latencies_s.append(time.perf_counter() - start)
         stats.accepted += 1
         if not ans or not ans.get("assigned"):
             continue
         stats.assigned += 1
+        stats.assignments.append((device_id, ans["job_id"], ans["round"]))
         await asyncio.sleep(cfg.compute_s * slowness * rng.uniform(0.8, 1.2))
         res = {"device_id": device_id, "job_id": ans["job_id"], "round": ans["round"]}
-        if await _post(client, f"{base}/v1/results", res, 20, stats) is not None:
+        turn += 1
+        done = await _post(client, base, "/v1/results", res, 20, stats, first=turn)
+        if done is not None:
             stats.results += 1
+            if done.get("accepted"):
+                stats.counted.append((device_id, ans["job_id"], ans["round"]))
 
 
 async def run_devices(
-    url: str, cfg: EmulatorConfig, stop: asyncio.Event, client: httpx.AsyncClient | None = None
+    url: Urls, cfg: EmulatorConfig, stop: asyncio.Event, client: httpx.AsyncClient | None = None
 ) -> EmulatorStats:
-    """Run `cfg.n` devices against `url` until `stop` is set."""
+    """Run `cfg.n` devices against `url` (one front-end or several) until `stop` is set."""
     pop = make_population(cfg)
     stats = EmulatorStats()
-    base = url.rstrip("/")
+    base = _bases(url)
     own = client is None
     client = client or make_client(cfg)
     t0 = time.monotonic()
@@ -182,14 +217,14 @@ async def run_devices(
 
 
 async def register_jobs(
-    url: str, jobs: Sequence[Mapping[str, Any]], client: httpx.AsyncClient
+    url: Urls, jobs: Sequence[Mapping[str, Any]], client: httpx.AsyncClient
 ) -> list[str]:
     """Register each job once: every retry of one registration carries the same
     Idempotency-Key, so a retry after a lost answer cannot make a twin job."""
     ids = []
     for spec in jobs:
         key = {"Idempotency-Key": f"register-{uuid.uuid4()}"}
-        got = await _post(client, f"{url.rstrip('/')}/v1/jobs", spec, headers=key)
+        got = await _post(client, url, "/v1/jobs", spec, headers=key)
         if got is None:
             raise RuntimeError(f"could not register job {spec!r}")
         ids.append(got["id"])
@@ -197,18 +232,22 @@ async def register_jobs(
 
 
 async def drive_jobs(
-    url: str,
+    url: Urls,
     ids: Sequence[str],
     client: httpx.AsyncClient,
     poll_s: float = 0.25,
     timeout_s: float = 600.0,
 ) -> list[dict[str, Any]]:
-    """Open each job's next round when the last completed, until all finished."""
-    base = url.rstrip("/")
+    """Open each job's next round when the last completed, until all finished (polling the
+    front-ends in turn: one that is down is passed over)."""
+    bases = _bases(url)
     wanted = set(ids)
     deadline = time.monotonic() + timeout_s
+    turn = 0
     while time.monotonic() < deadline:
         await asyncio.sleep(poll_s)
+        turn += 1
+        base = bases[turn % len(bases)]
         try:
             resp = await client.get(f"{base}/v1/jobs")
         except httpx.TransportError:
@@ -219,14 +258,14 @@ async def drive_jobs(
         for job in states:
             if job["state"] == "waiting":
                 nxt = {"round": job["rounds_done"]}
-                await _post(client, f"{base}/v1/jobs/{job['id']}/rounds", nxt)
+                await _post(client, bases, f"/v1/jobs/{job['id']}/rounds", nxt, first=turn)
         if len(states) == len(wanted) and all(s["state"] == "finished" for s in states):
             return states
     raise TimeoutError(f"the jobs did not finish within {timeout_s} s")
 
 
 async def run_workload(
-    url: str,
+    url: Urls,
     cfg: EmulatorConfig,
     jobs: Sequence[Mapping[str, Any]],
     client: httpx.AsyncClient | None = None,

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from kairos.runtime.prometheus import Families, SnapshotCollector
 from kairos.venn.service.core import VennService
+from kairos.venn.service.shared import SharedService
 
 PREFIX = "kairos_venn_"
 
@@ -22,7 +23,9 @@ class VennCollector(SnapshotCollector):
     prefix = PREFIX
 
     def __init__(
-        self, service: Callable[[], VennService | None], http_responses: Counter[int]
+        self,
+        service: Callable[[], VennService | SharedService | None],
+        http_responses: Counter[int],
     ) -> None:
         self.service = service
         self.http_responses = http_responses
@@ -46,5 +49,11 @@ class VennCollector(SnapshotCollector):
         out.gauge("jobs_active", "Registered, unfinished jobs.", active)
         out.gauge("rounds_open", "Open rounds.", len(s.rounds))
         out.counter("plans", "Plans computed by the policy.", s.manager.stats.plans)
+        trips = dict(sorted(s.store.trips.items()))
+        out.labelled("db_round_trips", "counter", "Store round trips by operation.", "op", trips)
+        if isinstance(s, SharedService):
+            out.counter(
+                "assign_conflicts", "Assignments refused: the round filled elsewhere.", s.conflicts
+            )
         http = {str(k): v for k, v in sorted(self.http_responses.items())}
         out.labelled("http_responses", "counter", "HTTP answers by status.", "status", http)

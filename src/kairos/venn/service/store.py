@@ -18,11 +18,10 @@ this is the last line, since one stored infinity would break every later read of
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,16 @@ from kairos.venn.service.schema import (
     check,
     upgrade,
 )
+from kairos.venn.service.sqlite_guarded import GuardedWrites
+from kairos.venn.service.sqlite_guarded import job_row as _job
+from kairos.venn.service.store_api import (
+    JobRow,
+    KeyReusedError,
+    NonFiniteError,
+    OpenJob,
+    RoundRow,
+    finite,
+)
 
 __all__ = [
     "APPLICATION_ID",
@@ -45,45 +54,17 @@ __all__ = [
     "V0_COLUMNS",
     "FileInUseError",
     "JobRow",
+    "KeyReusedError",
     "Migration",
     "NonFiniteError",
+    "OpenJob",
     "RoundRow",
     "Store",
     "StoreSchemaError",
 ]
 
 
-class NonFiniteError(ValueError):
-    """A write would store NaN or infinity: refused, naming the field."""
-
-
-@dataclass
-class JobRow:
-    job_id: str
-    name: str
-    requirement: dict[str, float]
-    demand: int
-    rounds: int
-    deadline_s: float
-    min_resp_frac: float
-    created: float
-    rounds_done: int
-    finished: float | None
-
-
-@dataclass
-class RoundRow:
-    job_id: str
-    round_idx: int
-    demand: int
-    needed: int
-    opened: float
-    dispatched: int
-    responses: int
-    closed: float | None
-
-
-class Store:
+class Store(GuardedWrites):
     """One SQLite file (":memory:" for tests that need no restart).
 
     Raises `StoreSchemaError` (naming the file and the versions) for a file it cannot use."""
@@ -93,6 +74,7 @@ class Store:
         self.lock = None if self.path == ":memory:" else FileLock(self.path, "Venn store")
         # The app touches the store only from its event loop, but uvicorn may build the app
         # in another thread than the one that serves it.
+        self.trips: Counter[str] = Counter()  # statements per operation (in-process: cheap)
         self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self.db.row_factory = sqlite3.Row
         try:
@@ -125,7 +107,9 @@ class Store:
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
-        """One transaction: committed on success, rolled back on any error."""
+        """One transaction: committed on success, rolled back on any error (each counted as
+        one trip of `write`; the guarded writes also count their own operation)."""
+        self.trips["write"] += 1
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
@@ -136,21 +120,25 @@ class Store:
 
     # -- reads ---------------------------------------------------------------------------
     def jobs(self, active_only: bool = False) -> list[JobRow]:
+        self.trips["read"] += 1
         where = " WHERE finished IS NULL" if active_only else ""
         rows = self.db.execute(f"SELECT * FROM jobs{where} ORDER BY seq").fetchall()
         return [_job(r) for r in rows]
 
     def job(self, job_id: str) -> JobRow | None:
+        self.trips["read"] += 1
         row = self.db.execute("SELECT * FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
         return _job(row) if row is not None else None
 
     def open_round(self, job_id: str) -> RoundRow | None:
+        self.trips["read"] += 1
         row = self.db.execute(
             "SELECT * FROM rounds WHERE job_id = ? AND closed IS NULL", (job_id,)
         ).fetchone()
         return RoundRow(**dict(row)) if row is not None else None
 
     def assignment(self, job_id: str, round_idx: int, device_id: str) -> dict[str, Any] | None:
+        self.trips["read"] += 1
         row = self.db.execute(
             "SELECT * FROM assignments WHERE job_id = ? AND round_idx = ? AND device_id = ?",
             (job_id, round_idx, device_id),
@@ -159,6 +147,7 @@ class Store:
 
     # -- writes (each one transaction) ---------------------------------------------------
     def registration(self, key: str) -> tuple[str, str] | None:
+        self.trips["read"] += 1
         """(fingerprint, job_id) of the registration made with idempotency `key`, if any."""
         row = self.db.execute(
             "SELECT fingerprint, job_id FROM idempotency WHERE key = ?", (key,)
@@ -168,28 +157,23 @@ class Store:
     def add_job(self, job: JobRow, key: str | None = None, fingerprint: str = "") -> None:
         """Store `job`, and with it (in the same transaction) the idempotency `key` it was
         registered under, so a retry after a lost answer finds it."""
-        _finite(job)
+        finite(job)
         with self.tx() as db:
-            if key is not None:
-                db.execute(
-                    "INSERT INTO idempotency (key, fingerprint, job_id, created) "
-                    "VALUES (?, ?, ?, ?)",
-                    (key, fingerprint, job.job_id, job.created),
-                )
+            self._insert_job(db, job, key, fingerprint)
+
+    @staticmethod
+    def _insert_job(db: sqlite3.Connection, job: JobRow, key: str | None, fingerprint: str) -> None:
+        if key is not None:
             db.execute(
-                "INSERT INTO jobs (job_id, name, requirement, demand, rounds, deadline_s, "
-                "min_resp_frac, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    job.job_id,
-                    job.name,
-                    json.dumps(job.requirement),
-                    job.demand,
-                    job.rounds,
-                    job.deadline_s,
-                    job.min_resp_frac,
-                    job.created,
-                ),
+                "INSERT INTO idempotency (key, fingerprint, job_id, created) VALUES (?, ?, ?, ?)",
+                (key, fingerprint, job.job_id, job.created),
             )
+        db.execute(
+            "INSERT INTO jobs (job_id, name, requirement, demand, rounds, deadline_s, "
+            "min_resp_frac, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (job.job_id, job.name, json.dumps(job.requirement), job.demand, job.rounds,
+             job.deadline_s, job.min_resp_frac, job.created),
+        )  # fmt: skip
 
     def open(self, rnd: RoundRow) -> None:
         with self.tx() as db:
@@ -229,14 +213,20 @@ class Store:
     def close_round(self, job_id: str, round_idx: int, now: float, finish: bool) -> None:
         """The round succeeded: close it and count it, finishing the job with its last."""
         with self.tx() as db:
-            db.execute(
-                "UPDATE rounds SET closed = ? WHERE job_id = ? AND round_idx = ?",
-                (now, job_id, round_idx),
-            )
-            db.execute(
-                "UPDATE jobs SET rounds_done = rounds_done + 1, finished = ? WHERE job_id = ?",
-                (now if finish else None, job_id),
-            )
+            self._close(db, job_id, round_idx, now, finish)
+
+    @staticmethod
+    def _close(
+        db: sqlite3.Connection, job_id: str, round_idx: int, now: float, finish: bool
+    ) -> None:
+        db.execute(
+            "UPDATE rounds SET closed = ? WHERE job_id = ? AND round_idx = ?",
+            (now, job_id, round_idx),
+        )
+        db.execute(
+            "UPDATE jobs SET rounds_done = rounds_done + 1, finished = ? WHERE job_id = ?",
+            (now if finish else None, job_id),
+        )
 
     def reopen(self, job_id: str, round_idx: int, opened: float) -> None:
         """The round aborted at its deadline: its next attempt opens at `opened` with nothing
@@ -248,22 +238,3 @@ class Store:
                 "WHERE job_id = ? AND round_idx = ?",
                 (opened, job_id, round_idx),
             )
-
-
-def _finite(job: JobRow) -> None:
-    numbers = {
-        "deadline_s": job.deadline_s,
-        "min_resp_frac": job.min_resp_frac,
-        "created": job.created,
-        **{f"requirement.{k}": v for k, v in job.requirement.items()},
-    }
-    for name, value in numbers.items():
-        if not math.isfinite(value):
-            raise NonFiniteError(f"job {job.job_id}: {name} is {value}; only finite numbers")
-
-
-def _job(row: sqlite3.Row) -> JobRow:
-    d = dict(row)
-    d.pop("seq")
-    d["requirement"] = json.loads(d["requirement"])
-    return JobRow(**d)

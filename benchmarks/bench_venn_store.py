@@ -1,0 +1,132 @@
+"""The Venn service's stores under emulated devices: check-ins per second, p50/p99 latency of a
+check-in (offers and accept) and database round trips per check-in, for one front-end on the
+SQLite file, and one and three front-ends on PostgreSQL (a server this benchmark starts, as
+the tests do). Three front-ends on SQLite are not a case: the file's lock admits one process.
+
+Each case runs real `kairos venn serve` processes, long-running jobs whose rounds a job driver
+keeps posting, and `devices` emulated devices (10,000; quick mode 300) checking in for
+`seconds`, each request to the next front-end in turn. After the run the store's invariants
+are read from the database (`tests/venn/service/invariants.py`): `violations` must be 0.
+On a 2-core machine the emulator competes with the servers for the cores, so the ratios
+between cases (measured in one run) say more than the absolute rates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import tempfile
+from contextlib import closing, suppress
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import psycopg
+from tests.scrape import scrape
+from tests.venn.service.frontends import frontends
+from tests.venn.service.invariants import violations
+from tests.venn.service.postgres_server import start
+
+from kairos.venn.service.emulator import (
+    EmulatorConfig,
+    demo_jobs,
+    drive_jobs,
+    make_client,
+    register_jobs,
+    run_devices,
+)
+
+CASES = (("sqlite", 1), ("postgresql", 1), ("postgresql", 3))
+
+
+async def _drive(urls: list[str], cfg: EmulatorConfig, seconds: float) -> Any:
+    stop = asyncio.Event()
+    async with make_client(cfg) as driver:
+        ids = await register_jobs(urls, demo_jobs(20, demand=50, rounds=10_000), driver)
+        devices = asyncio.create_task(run_devices(urls, cfg, stop))
+        with suppress(TimeoutError):
+            await drive_jobs(urls, ids, driver, timeout_s=seconds)
+        stop.set()
+        return await devices
+
+
+def one_case(
+    kind: str, store: str, n_front: int, devices: int, seconds: float, logs: Path
+) -> dict[str, Any]:
+    cfg = EmulatorConfig(n=devices, seed=0, day_s=60.0, mean_gap_s=devices / 400.0,
+                         compute_s=0.2, max_connections=200)  # fmt: skip
+    with frontends(store, n_front, logs) as procs:
+        urls = [url for _, url in procs]
+        stats = asyncio.run(_drive(urls, cfg, seconds))
+        trips: dict[str, float] = {}
+        for url in urls:
+            m = scrape(httpx.get(url + "/metrics", timeout=30).text)
+            for (name, labels), v in m.samples.items():
+                if name == "kairos_venn_db_round_trips_total":
+                    op = dict(labels)["op"]
+                    trips[op] = trips.get(op, 0.0) + v
+    if kind == "postgresql":
+        with psycopg.connect(store) as conn:
+            broken = violations(conn)
+    else:
+        with closing(sqlite3.connect(store)) as db:
+            broken = violations(db)
+    pg = kind == "postgresql"
+    background = trips.get("snapshot", 0.0) + trips.get("deadlines", 0.0)
+    lat = np.asarray(stats.latencies_s)
+    checkins = max(stats.checkins, 1)
+    return {
+        "case": f"{kind} x{n_front}",
+        "front_ends": n_front,
+        "devices": devices,
+        "seconds": stats.elapsed_s,
+        "checkins_per_s": stats.checkins / stats.elapsed_s,
+        "assigned_per_s": stats.assigned / stats.elapsed_s,
+        "p50_ms": 1e3 * float(np.percentile(lat, 50)) if lat.size else float("nan"),
+        "p99_ms": 1e3 * float(np.percentile(lat, 99)) if lat.size else float("nan"),
+        # the check-in path: offers come from the snapshot, an accept is one guarded write
+        # (a SQLite file is in-process: its service's reads and writes are no round trips)
+        "trips_per_checkin": trips.get("assign", 0.0) / checkins if pg else float("nan"),
+        "background_trips_per_checkin": background / checkins if pg else float("nan"),
+        "errors": stats.errors,
+        "violations": sum(broken.values()),
+    }
+
+
+def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
+    devices, seconds = (300, 8.0) if quick else (10_000, 30.0)
+    rows = []
+    server = start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-venn-store-") as tmp:
+            for i, (kind, n) in enumerate(CASES):
+                logs = Path(tmp) / f"case{i}"
+                logs.mkdir()
+                store = (
+                    server.database(f"bench{i}")
+                    if kind == "postgresql"
+                    else str(logs / "venn.sqlite")
+                )
+                rows.append(one_case(kind, store, n, devices, seconds, logs))
+    finally:
+        server.stop()
+    base = {r["case"]: r["checkins_per_s"] for r in rows}
+    one = base.get("postgresql x1")
+    for r in rows:
+        r["vs_pg_x1"] = r["checkins_per_s"] / one if one else float("nan")
+    return rows
+
+
+if __name__ == "__main__":
+    import argparse
+
+    from kairos.report import print_table, write_result
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("results/bench"))
+    parser.add_argument("--full", action="store_true", help="10,000 devices for 30 s a case")
+    args = parser.parse_args()
+    table = run(args.out, quick=not args.full)
+    print_table(table, title="bench_venn_store")
+    write_result(args.out, "bench_venn_store", config={"full": args.full}, rows=table)
