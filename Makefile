@@ -74,8 +74,12 @@ $(VLLM_VENV)/.vllm: pyproject.toml
 vllm-test: $(VLLM_VENV)/.vllm
 	$(VLLM_BIN)/python -m pytest -q tests/andes/integrations
 
-bench: $(VENV)/.dev
+# the vLLM benchmarks (Andes inside vLLM: its cost per step, QoE under bursts) run in vLLM's
+# environment, after the others
+bench: $(VENV)/.dev $(VLLM_VENV)/.vllm
 	$(BIN)/python -m benchmarks --out results/bench
+	$(VLLM_BIN)/python -m benchmarks.bench_vllm_overhead --out results/bench
+	$(VLLM_BIN)/python -m benchmarks.bench_vllm_bursts --out results/bench
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) results .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -86,6 +86,23 @@ def token(rid: str, position: int) -> int:
     return 3 + (sum(map(ord, rid)) * 31 + position * 7) % 250
 
 
+def model_output(sched: Any, out: SchedulerOutput) -> ModelRunnerOutput:
+    """What the model would return for `out`: one `token` per request whose context the step
+    completes (schedule() already advanced `num_computed_tokens`), none for a partial prefill."""
+    ids = list(out.num_scheduled_tokens)
+    sampled = []
+    for rid in ids:
+        r = sched.requests[rid]
+        sampled.append(
+            [token(rid, r.num_output_tokens)] if r.num_computed_tokens >= r.num_tokens else []
+        )
+    return ModelRunnerOutput(
+        req_ids=ids,
+        req_id_to_index={rid: i for i, rid in enumerate(ids)},
+        sampled_token_ids=sampled,
+    )
+
+
 @dataclass
 class Trace:
     """What one engine did: per step, tokens scheduled per request id and who was preempted;
@@ -104,20 +121,8 @@ def step(
     out: SchedulerOutput = sched.schedule()
     if between is not None:
         between()
-    ids = list(out.num_scheduled_tokens)
-    sampled = []
-    for rid in ids:
-        r = sched.requests[rid]
-        # the step completes the context (schedule() already advanced num_computed_tokens)
-        sampled.append(
-            [token(rid, r.num_output_tokens)] if r.num_computed_tokens >= r.num_tokens else []
-        )
-    mro = ModelRunnerOutput(
-        req_ids=ids,
-        req_id_to_index={rid: i for i, rid in enumerate(ids)},
-        sampled_token_ids=sampled,
-    )
-    reqs = {rid: sched.requests[rid] for rid in ids}
+    mro = model_output(sched, out)
+    reqs = {rid: sched.requests[rid] for rid in out.num_scheduled_tokens}
     sched.update_from_output(out, mro)
     if trace is not None:
         trace.steps.append(dict(out.num_scheduled_tokens))
