@@ -26,11 +26,31 @@ def test_c_from_measured_times_is_the_spec_worked_check() -> None:
     assert profiler.packing_limit([1.0] * 12) == profiler.C_MAX
 
 
+def in_lemma_4_range(alpha: float, c: int) -> bool:
+    """Lemma 4's range for the packing slowdown: `1 <= alpha < c / (c - 1)` (alpha 1 at c 1)."""
+    return alpha == 1.0 if c <= 1 else 1.0 <= alpha < c / (c - 1)
+
+
+def unclipped_alpha(times: list[float], c: int) -> float:
+    """The mutant: `alpha` solved from `h_{1/c} = h_1 alpha^(c-1)` and returned as measured."""
+    return (times[c - 1] / times[0]) ** (1.0 / (c - 1))
+
+
 def test_alpha_is_clipped_into_lemma_4_range() -> None:
-    assert profiler.packing_limit([1.0, 1.79, 2.4]) == 3
-    alpha = profiler.fit_alpha([1.0, 1.79, 2.4], 3)
-    assert pytest.approx(2.4, abs=0.01) == 1.549**2 and alpha < 1.5
-    assert profiler.fit_alpha([1.0, 1.3], 2) == pytest.approx(1.3)
+    times = [1.0, 1.79, 2.4]  # the spec's worked numbers: alpha solves to 1.549 at c = 3
+    c = profiler.packing_limit(times)
+    assert c == 3
+    raw = unclipped_alpha(times, c)
+    assert raw == pytest.approx(1.549, abs=1e-3)  # outside [1, 1.5): the case needs the clip
+    alpha = profiler.fit_alpha(times, c)
+    assert in_lemma_4_range(alpha, c)
+    assert alpha == pytest.approx(c / (c - 1))  # clipped to the range's edge, not elsewhere
+    assert not in_lemma_4_range(raw, c)  # the mutant: the same check fails an unclipped fit
+    # below 1 (packing that speeds a trial up) is clipped up to 1, the range's other edge
+    assert not in_lemma_4_range(unclipped_alpha([1.0, 0.9], 2), 2)
+    assert profiler.fit_alpha([1.0, 0.9], 2) == 1.0
+    # inside the range nothing is clipped
+    assert profiler.fit_alpha([1.0, 1.3], 2) == pytest.approx(unclipped_alpha([1.0, 1.3], 2))
     assert profiler.fit_alpha([1.0], 1) == 1.0
 
 

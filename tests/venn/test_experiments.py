@@ -14,7 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+import kairos.venn.experiments.paper as paper
 from kairos.experiments import ExperimentContext, get_experiment, list_experiments
+from kairos.venn.experiments.common import run_grid, speedups
+from kairos.venn.experiments.point import VennPoint
 from kairos.venn.experiments.scale import synthetic_manager
 
 NAMES = {"toy", "ilp", "fig4_5", "table4_1", "table4_2_3", "table4_4", "fig4_10", "fig4_11",
@@ -80,8 +83,7 @@ def test_table4_1_venn_beats_fifo_and_random_and_matches_srsf(results_dir: Path)
     assert venn > fifo > 1.2 and srsf > fifo  # JCT: Venn, SRSF < FIFO < Random
     # ours against the paper's speed-up the row carries (1.87x on Even): within -25% / +34%
     assert 0.75 <= venn / rows["venn"]["paper_speedup"] <= 1.34
-    # Venn over SRSF on Even: 1.07x over 10 seeds (paper: 1.11x); see docs/venn.md
-    assert 0.9 <= venn / srsf <= 1.2
+    # Venn against SRSF, workload by workload with its CI: the test below
     # every row is a paired summary: geometric mean inside its CI, the seed count, and quick
     # mode's 2 seeds say they cannot resolve a 5% difference
     v = rows["venn"]
@@ -136,3 +138,63 @@ def test_fig4_10_overhead_grows_gently_with_jobs_and_groups(results_dir: Path) -
     assert ms[(1000, 4)] < 300 * ms[(10, 4)]
     # 16x the groups (and atoms): less than quadratic (measured 2-8x; quadratic is 256x)
     assert ms[(1000, 64)] < 64 * ms[(1000, 4)]
+
+
+# "Venn is best in every workload" (docs/venn.md, Table 4.1): SRSF's mean JCT over Venn's,
+# paired per seed, at quick scale (half the rounds of full mode) on seeds 1-4. Measured
+# (geometric mean [95% CI]): Even 1.047 [0.956, 1.147], Small 1.078 [1.003, 1.159], Large
+# 1.111 [1.089, 1.134], Low 1.047 [0.950, 1.154], High 1.132 [1.060, 1.209]; Venn won 19 of
+# the 20 (workload, seed) pairs. So everywhere the geometric mean must be above 1 and the CI
+# must not lie below 1; on Large and High, which four seeds resolve, the CI must lie above 1
+# (Even's 7% lead needs full mode's ten seeds: 1.072 [1.045, 1.100] in the docs).
+RESOLVED = ("large", "high")
+VS_SRSF_SEEDS = [1, 2, 3, 4]
+
+
+def venn_vs_srsf(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Venn's row per workload, as Table 4.1 computes it (`vs_srsf`: paired, CI, seeds)."""
+    return {r["workload"]: r for r in speedups(runs, ["workload"]) if r["policy"] == "venn"}
+
+
+def venn_best_failures(rows: dict[str, dict[str, Any]]) -> list[str]:
+    """The workloads where the runs contradict "Venn best": a geometric mean of SRSF/Venn at
+    or below 1, a CI entirely below 1, or, where the docs call the lead resolved, a CI that
+    reaches 1."""
+    out = []
+    for w in paper.WORKLOADS:
+        r = rows[w]
+        if not (r["vs_srsf"] > 1 and r["vs_srsf_hi"] > 1):
+            out.append(f"{w}: SRSF/Venn {r['vs_srsf']:.3f} [{r['vs_srsf_lo']:.3f}, ...]")
+        elif w in RESOLVED and not r["vs_srsf_lo"] > 1:
+            out.append(f"{w}: lead not resolved, CI low {r['vs_srsf_lo']:.3f}")
+    return out
+
+
+def slower_venn(runs: list[dict[str, Any]], workload: str, factor: float) -> list[dict[str, Any]]:
+    """The mutant: on `workload`, Venn's mean JCT is SRSF's on the same seed times `factor`."""
+    srsf = {r["seed"]: r["avg_jct"] for r in runs if r["workload"] == workload
+            and r["label"] == "srsf"}  # fmt: skip
+    return [
+        {**r, "avg_jct": factor * srsf[r["seed"]]}
+        if r["workload"] == workload and r["label"] == "venn"
+        else r
+        for r in runs
+    ]
+
+
+@pytest.mark.slow
+def test_venn_beats_srsf_in_every_workload(results_dir: Path) -> None:
+    """Twenty runs a policy: 7.7 min beside a load average of 12 on two cores, where Table
+    4.1's quick test took 1.9 min. The session's sweep cache is shared with that test."""
+    ctx = ExperimentContext(out_dir=results_dir / "venn" / "vs_srsf", jobs=2, progress=False)
+    cells = [{"workload": {"workload": w, "round_scale": 0.025}} for w in paper.WORKLOADS]
+    policies = {p: {"policy": p} for p in ("srsf", "venn")}
+    runs = run_grid(ctx, VennPoint(), cells, policies, VS_SRSF_SEEDS, "venn vs srsf")
+    rows = venn_vs_srsf(runs)
+    print({w: (round(r["vs_srsf"], 3), round(r["vs_srsf_lo"], 3), round(r["vs_srsf_hi"], 3))
+           for w, r in rows.items()})  # fmt: skip
+    assert all(r["seeds"] == len(VS_SRSF_SEEDS) for r in rows.values())
+    assert venn_best_failures(rows) == []
+    # the mutant: a Venn 3% slower than SRSF on Low, seed by seed, fails the same check
+    failures = venn_best_failures(venn_vs_srsf(slower_venn(runs, "low", 1.03)))
+    assert [f.split(":")[0] for f in failures] == ["low"], failures
