@@ -93,7 +93,7 @@ def andes(tmp: Path) -> Iterator[Target]:
 
     def valid() -> dict[str, Any]:
         return {
-            "model": "kairos-tiny-llama",
+            "model": "kairos-tiny-llama-random",
             "messages": [{"role": "user", "content": "hi"}],
             "max_tokens": 4,
         }

@@ -33,7 +33,7 @@ def venn_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
 
 def chat(**extra: object) -> dict[str, object]:
     return {
-        "model": "kairos-tiny-llama",
+        "model": "kairos-tiny-llama-random",
         "messages": [{"role": "user", "content": "hi"}],
         "max_tokens": 4,
         **extra,

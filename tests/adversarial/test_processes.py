@@ -98,6 +98,8 @@ def andes_args(tmp_path: Path) -> list[str]:
     eng.latency.save(profile)  # type: ignore[union-attr]
     return [
         "serve",
+        "--model",
+        "kairos-tiny-llama-random",  # random weights: the same speed, no training first
         "--profile",
         str(profile),
         "--num-gpu-blocks",
@@ -115,7 +117,7 @@ def test_andes_sigterm_ends_open_streams_with_a_final_error_event(tmp_path: Path
     log = tmp_path / "andes.log"
     with kairos(andes_args(tmp_path), log) as (proc, url):
         body = {
-            "model": "kairos-tiny-llama",
+            "model": "kairos-tiny-llama-random",
             "messages": [{"role": "user", "content": "hi"}],
             # longer than the 1 s grace can finish: the built-in model decoded 1,000 tokens in
             # 0.75 s alone on a fast 2-CPU host once the engine ran on one OpenMP team, and a
@@ -143,7 +145,12 @@ def test_andes_sigterm_ends_open_streams_with_a_final_error_event(tmp_path: Path
 
 def test_andes_killed_with_9_comes_back_serving(tmp_path: Path) -> None:
     args = andes_args(tmp_path)
-    body = {"model": "kairos-tiny-llama", "prompt": "hi", "max_tokens": 3, "ignore_eos": True}
+    body = {
+        "model": "kairos-tiny-llama-random",
+        "prompt": "hi",
+        "max_tokens": 3,
+        "ignore_eos": True,
+    }
     with kairos(args, tmp_path / "a.log") as (proc, url):
         assert httpx.post(url + "/v1/completions", json=body, timeout=60).status_code == 200
         proc.send_signal(signal.SIGKILL)

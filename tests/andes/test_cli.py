@@ -68,7 +68,8 @@ def test_profile_measures_the_cache_shape_it_is_given(tmp_path: Path) -> None:
 
     out = tmp_path / "p.json"
     args = ["andes", "profile", "--quick", "--num-gpu-blocks", "64", "--max-model-len", "1024"]
-    result = runner.invoke(app, [*args, "--out", str(out)])
+    # the random built-in model: the same engine, no training first
+    result = runner.invoke(app, [*args, "--model", "kairos-tiny-llama-random", "--out", str(out)])
     assert result.exit_code == 0, result.output
     prof = load_profile(str(out))
     assert isinstance(prof, LinearProfile)

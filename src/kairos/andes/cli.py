@@ -11,7 +11,7 @@ import typer
 
 from kairos.andes.client.bench_cli import bench_command
 from kairos.andes.operating_point import PAPER_FCFS_QOE
-from kairos.andes.serve_cli import serve_command
+from kairos.andes.serve_cli import serve_command, train_builtin_command
 from kairos.cli_utils import config_error, make_console, parse_assignments
 from kairos.systems import System
 
@@ -26,6 +26,8 @@ def _andes_overrides(horizon: float | None, extra: list[str] | None) -> dict[str
 
 
 def register(group: typer.Typer) -> None:
+    group.command("train-builtin")(train_builtin_command)
+
     @group.command("simulate")
     def simulate_cmd(
         policy: Annotated[
@@ -230,7 +232,11 @@ def register(group: typer.Typer) -> None:
     @group.command("profile")
     def profile_cmd(
         model: Annotated[
-            str | None, typer.Option(help="Hugging Face checkpoint dir (default: built-in)")
+            str | None,
+            typer.Option(
+                help="Hugging Face checkpoint dir, kairos-tiny-llama (the built-in model "
+                "`kairos serve` serves by default) or kairos-tiny-llama-random"
+            ),
         ] = None,
         out: Annotated[Path, typer.Option(help="Where to write the profile JSON")] = Path(
             "results/andes/profile.json"
@@ -246,16 +252,20 @@ def register(group: typer.Typer) -> None:
         the simulator use (`kairos serve --profile OUT`, `kairos andes simulate --profile OUT`).
         Give it the cache shape you serve with: the grid fills that cache, and a small cache
         decodes faster per token than a large one."""
-        from kairos.andes.engine.config import EngineConfig
+        from kairos.andes.engine.builtin_training import cached_entry
+        from kairos.andes.engine.config import BUILTIN_NAME, BUILTIN_RANDOM_NAME, EngineConfig
         from kairos.andes.engine.cpu import build_engine
         from kairos.andes.engine.engine import provisional_profile
         from kairos.andes.engine.profiler import fit, measure
+        from kairos.andes.serve_cli import served_model
         from kairos.report import print_table
 
+        trained = model in (None, BUILTIN_NAME)  # the model `kairos serve` would serve
         try:
             cfg = EngineConfig.model_validate(
                 dict(
-                    model=model,
+                    model=None if trained or model == BUILTIN_RANDOM_NAME else model,
+                    model_name=BUILTIN_NAME if trained else None,
                     device=device,
                     dtype=dtype,
                     num_gpu_blocks=num_gpu_blocks,
@@ -266,7 +276,8 @@ def register(group: typer.Typer) -> None:
         except ValueError as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from None
-        engine = build_engine(cfg, latency=provisional_profile(cfg))
+        weights = cached_entry() if trained else None
+        engine = build_engine(cfg, latency=provisional_profile(cfg), **served_model(weights))
         measured = measure(engine, quick=quick)
         prof = fit(engine, *measured)
         dec = measured[0]

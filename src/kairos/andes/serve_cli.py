@@ -3,13 +3,17 @@
 Engine options (model, KV cache, policy, latency profile) and server options (address, key,
 limits) in one command. With no `--profile` the engine measures itself for a few seconds at
 startup; `kairos andes profile` writes a fuller profile to pass here and to the simulator.
+
+The default model is the built-in one trained on Python's own documentation
+(engine/builtin_training.py): trained on first use (about two minutes), then loaded from the
+user's cache. `kairos andes train-builtin` trains it ahead and says where it lies.
 """
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -21,7 +25,10 @@ console = make_console()
 def serve_command(
     model: Annotated[
         str | None,
-        typer.Option(help="Hugging Face checkpoint directory (Llama/Qwen2); default: built-in"),
+        typer.Option(
+            help="Hugging Face checkpoint directory (Llama/Qwen2), or kairos-tiny-llama (the "
+            "built-in model, trained on first use; default) or kairos-tiny-llama-random"
+        ),
     ] = None,
     policy: Annotated[str, typer.Option(help="fcfs, sarathi, lqsf, andes or andes-dp")] = "andes",
     profile: Annotated[
@@ -60,17 +67,20 @@ def serve_command(
 
     from kairos.andes.decisions import CODEC, SYSTEM
     from kairos.andes.engine.async_engine import AsyncEngine
-    from kairos.andes.engine.config import EngineConfig
+    from kairos.andes.engine.builtin_training import cached_entry
+    from kairos.andes.engine.config import BUILTIN_NAME, BUILTIN_RANDOM_NAME, EngineConfig
     from kairos.andes.engine.profiler import calibrated_engine
     from kairos.andes.server import serve
     from kairos.andes.server.app import create_app
     from kairos.andes.server.settings import ServerSettings
     from kairos.decisions import DecisionLog, DecisionLogError
 
+    trained = model in (None, BUILTIN_NAME)
     try:
         engine_cfg = EngineConfig.model_validate(
             dict(
-                model=model,
+                model=None if trained or model == BUILTIN_RANDOM_NAME else model,
+                model_name=BUILTIN_NAME if trained else None,
                 policy=policy,
                 policy_options=parse_assignments(andes, "--andes"),
                 profile=profile,
@@ -105,9 +115,14 @@ def serve_command(
         except DecisionLogError as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from None
+    # trained here on first use (one intra-op thread: this thread keeps no OpenMP team),
+    # its progress bar before the calibration's spinner
+    weights = cached_entry() if trained else None
     try:
         # built (and calibrated) on the thread that will run it: one OpenMP team (async_engine.py)
-        build = functools.partial(AsyncEngine.build, lambda: calibrated_engine(engine_cfg))
+        build = functools.partial(
+            AsyncEngine.build, lambda: calibrated_engine(engine_cfg, **served_model(weights))
+        )
         if profile is None:
             with console.status(
                 "measuring the engine for its latency profile (seconds on an idle machine, "
@@ -137,3 +152,40 @@ def serve_command(
     finally:
         if log is not None:
             log.close()
+
+
+def served_model(weights: Path | None) -> dict[str, Any]:
+    """`LLMEngine`'s model and tokenizer for the trained built-in model; none otherwise (the
+    engine then builds the checkpoint's, or the random built-in)."""
+    if weights is None:
+        return {}
+    from kairos.andes.engine.tokenizer import ByteTokenizer
+    from kairos.andes.engine.weights import load_checkpoint
+
+    return {"model": load_checkpoint(weights), "tokenizer": ByteTokenizer()}
+
+
+def train_builtin_command(
+    retrain: Annotated[bool, typer.Option(help="Train again even when cached")] = False,
+    out: Annotated[Path | None, typer.Option(help="Also write the numbers to this JSON")] = None,
+) -> None:
+    """Train the built-in model (`kairos serve`'s default) into the user's cache, or show the
+    cached one: where it lies, its size, training time, final loss and load time."""
+    import json
+
+    from kairos.andes.engine.builtin_training import (
+        cache_entry,
+        describe,
+        read_report,
+        train_into_cache,
+    )
+
+    entry = cache_entry()
+    report = None if retrain else read_report(entry)
+    if report is None:
+        report = train_into_cache()
+    numbers = json.dumps(describe(report, entry), indent=2)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(numbers + "\n")
+    console.print_json(numbers)

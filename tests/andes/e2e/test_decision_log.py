@@ -18,7 +18,7 @@ from tests.adversarial.test_processes import andes_args, kairos
 
 def test_serve_writes_every_decision_to_its_log(tmp_path: Path) -> None:
     log = tmp_path / "decisions.jsonl"
-    body = {"model": "kairos-tiny-llama", "max_tokens": 6, "ignore_eos": True}
+    body = {"model": "kairos-tiny-llama-random", "max_tokens": 6, "ignore_eos": True}
     with kairos([*andes_args(tmp_path), "--decision-log", str(log)], tmp_path / "serve.log") as (
         proc,
         url,

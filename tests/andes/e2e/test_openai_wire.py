@@ -11,7 +11,7 @@ import openai
 from kairos.andes.engine.engine import LLMEngine
 from kairos.runtime.http import BackgroundServer
 
-MODEL = "kairos-tiny-llama"
+MODEL = "kairos-tiny-llama-random"
 
 
 def test_openai_client_streams_chat(live: tuple[BackgroundServer, LLMEngine]) -> None:

@@ -13,7 +13,7 @@ import httpx
 from kairos.andes.engine.engine import LLMEngine
 from kairos.runtime.http import BackgroundServer
 
-MODEL = "kairos-tiny-llama"
+MODEL = "kairos-tiny-llama-random"
 
 
 def good_request(url: str) -> None:
@@ -30,7 +30,7 @@ def test_bad_requests_get_clear_errors(live: tuple[BackgroundServer, LLMEngine])
     server, eng = live
     url = server.url
     cases = [
-        (b'{"model": "kairos-tiny-llama", "prompt": ', 400, "JSON"),
+        (b'{"model": "kairos-tiny-llama-random", "prompt": ', 400, "JSON"),
         (json.dumps({"model": MODEL, "prompt": "x", "max_tokens": "many"}), 400, "max_tokens"),
         (json.dumps({"model": MODEL, "prompt": "x", "temperature": -1}), 400, "temperature"),
         (json.dumps({"model": MODEL, "prompt": "x" * 2000}), 400, "token"),

@@ -121,7 +121,8 @@ def _refuse_unsupported(raw: dict[str, Any], path: str | Path, arch: str) -> Non
         )
 
 
-# The built-in model: small enough to serve on two CPU cores, the same architecture as Llama.
+# The built-in random-weight model: small enough to serve on two CPU cores, the same
+# architecture as Llama; tests and benchmarks that want speed or randomness serve it.
 # Vocabulary: 256 bytes plus <bos>, <eos>, <pad> (see tokenizer.ByteTokenizer).
 BUILTIN_MODEL = ModelConfig(
     vocab_size=259,
@@ -135,13 +136,29 @@ BUILTIN_MODEL = ModelConfig(
     bos_token_id=256,
     eos_token_id=257,
 )
+BUILTIN_RANDOM_NAME = "kairos-tiny-llama-random"
+
+# The built-in trained model (builtin_training.py): the same vocabulary, a shape that two CPU
+# cores train to recognisable words in about two minutes. `kairos serve` serves it by default.
+BUILTIN_TRAINED_MODEL = ModelConfig(
+    vocab_size=259,
+    hidden_size=128,
+    intermediate_size=352,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=32,
+    max_position_embeddings=4096,
+    bos_token_id=256,
+    eos_token_id=257,
+)
 BUILTIN_NAME = "kairos-tiny-llama"
 
 
 class EngineConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    model: str | None = None  # a Hugging Face checkpoint directory; None = the built-in model
+    model: str | None = None  # a Hugging Face checkpoint directory; None = the random built-in
     model_name: str | None = None  # the name clients use; defaults to the directory name
     seed: int = 0  # the built-in model's weights and unseeded sampling
     device: str = "auto"  # "auto" = cuda when present, else cpu

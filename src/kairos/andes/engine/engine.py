@@ -28,7 +28,7 @@ import torch
 
 from kairos.andes.driver import Driver, Executed
 from kairos.andes.engine.api import EngineStats, QoESpec, SamplingParams, TokenEvent
-from kairos.andes.engine.config import BUILTIN_NAME, EngineConfig
+from kairos.andes.engine.config import BUILTIN_RANDOM_NAME, EngineConfig
 from kairos.andes.engine.kv_cache import KVCache
 from kairos.andes.engine.model import LlamaForCausalLM
 from kairos.andes.engine.runner import HookFactory, ModelRunner
@@ -132,7 +132,9 @@ class LLMEngine:
             tokenizer = HFTokenizer(cfg.model, mc.eos_token_id) if cfg.model else ByteTokenizer()
         self.model = model.to(device=self.device, dtype=self.dtype).fuse()
         self.tokenizer = tokenizer
-        self.model_name = cfg.model_name or (Path(cfg.model).name if cfg.model else BUILTIN_NAME)
+        self.model_name = cfg.model_name or (
+            Path(cfg.model).name if cfg.model else BUILTIN_RANDOM_NAME
+        )
         self.max_model_len = min(cfg.max_model_len, self.model.config.max_position_embeddings)
         self.cache = KVCache(
             self.model.config,

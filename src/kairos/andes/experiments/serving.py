@@ -137,7 +137,10 @@ def serve(
 ) -> subprocess.Popen[bytes]:
     """`kairos serve` in a child process, its stderr in `log` (a pipe nobody reads while the
     bench runs would block the server once full, and a crash would leave no trace)."""
-    args = [sys.executable, "-m", "kairos", "serve", "--policy", policy]
+    from kairos.andes.engine.config import BUILTIN_RANDOM_NAME  # profiled by fit_engine_profile
+
+    args = [sys.executable, "-m", "kairos", "serve", "--model", BUILTIN_RANDOM_NAME]
+    args += ["--policy", policy]
     args += ["--profile", str(profile_path), "--port", str(cfg.port), "--device", "cpu"]
     args += ["--log-level", "warning", "--max-waiting", "100000"]
     for key, value in _engine_args(cfg).items():

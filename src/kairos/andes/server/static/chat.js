@@ -88,8 +88,10 @@ function readSettings() {
   const speed = Number($("speed").value);
   const ttft = Number($("ttft").value);
   const maxTokens = Number($("max-tokens").value);
+  const temperature = Number($("temperature").value);
   if (!(speed > 0) || !(ttft >= 0)) throw new Error("speed must be > 0 and TTFT >= 0");
-  return { speed, ttft, maxTokens };
+  if (!(temperature >= 0)) throw new Error("temperature must be >= 0");
+  return { speed, ttft, maxTokens, temperature };
 }
 
 /** Send needs a listed model and no answer in flight; Stop needs an answer in flight. */
@@ -131,6 +133,7 @@ async function send() {
     stream: true,
     stream_options: { include_usage: true },
     qoe: { ttft_s: settings.ttft, tokens_per_s: settings.speed },
+    temperature: settings.temperature,
   };
   if (settings.maxTokens > 0) body.max_tokens = settings.maxTokens;
   chat.lastRequest = body;
