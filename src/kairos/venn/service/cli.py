@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -130,13 +131,18 @@ def register(group: typer.Typer) -> None:
         compute_s: Annotated[float, typer.Option(help="typical task time, s")] = 0.3,
         seed: Annotated[int, typer.Option(help="random seed")] = 0,
         api_key: Annotated[str | None, typer.Option(help="the service's API key")] = None,
+        every_s: Annotated[
+            float, typer.Option("--every", help="seconds between summaries (devices only)")
+        ] = 10.0,
     ) -> None:
         """Emulate devices checking in to a Venn service (and optionally demo jobs)."""
         from kairos.venn.service.emulator import (
             EmulatorConfig,
+            EmulatorStats,
             demo_jobs,
             run_devices,
             run_workload,
+            summary_line,
         )
 
         if n < 1:
@@ -151,12 +157,29 @@ def register(group: typer.Typer) -> None:
             api_key=api_key,
         )
 
+        live = EmulatorStats()
+        start = time.monotonic()
+
         async def forever() -> None:
-            await run_devices(url, cfg, asyncio.Event())
+            async def heartbeat() -> None:
+                while True:
+                    await asyncio.sleep(every_s)
+                    console.print(summary_line(live, time.monotonic() - start))
+
+            beat = asyncio.create_task(heartbeat())
+            try:
+                await run_devices(url, cfg, asyncio.Event(), stats=live)
+            finally:
+                beat.cancel()
 
         if jobs <= 0:
             console.print(f"{n} devices checking in to {url}; Ctrl-C to stop")
-            asyncio.run(forever())
+            try:
+                asyncio.run(forever())
+            except KeyboardInterrupt:
+                pass
+            finally:
+                console.print(summary_line(live, time.monotonic() - start))
             return
         stats = asyncio.run(run_workload(url, cfg, demo_jobs(jobs, demand, rounds)))
         console.print(f"{jobs} jobs finished in {stats.elapsed_s:.1f} s")

@@ -195,12 +195,25 @@ async def _device(
                 stats.counted.append((device_id, ans["job_id"], ans["round"]))
 
 
+def summary_line(stats: EmulatorStats, elapsed_s: float) -> str:
+    """What the devices have done so far, in one line (the `devices` command's heartbeat)."""
+    return (
+        f"{elapsed_s:.0f} s: {stats.checkins} check-ins, {stats.assigned} assigned, "
+        f"{stats.results} results counted, {stats.errors} errors"
+    )
+
+
 async def run_devices(
-    url: Urls, cfg: EmulatorConfig, stop: asyncio.Event, client: httpx.AsyncClient | None = None
+    url: Urls,
+    cfg: EmulatorConfig,
+    stop: asyncio.Event,
+    client: httpx.AsyncClient | None = None,
+    stats: EmulatorStats | None = None,
 ) -> EmulatorStats:
-    """Run `cfg.n` devices against `url` (one front-end or several) until `stop` is set."""
+    """Run `cfg.n` devices against `url` (one front-end or several) until `stop` is set;
+    `stats`: counters the caller reads while they run."""
     pop = make_population(cfg)
-    stats = EmulatorStats()
+    stats = stats if stats is not None else EmulatorStats()
     base = _bases(url)
     own = client is None
     client = client or make_client(cfg)
