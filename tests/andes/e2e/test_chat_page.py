@@ -31,6 +31,9 @@ def test_page_shows_real_stream_at_requested_pace(
 ) -> None:
     _, engine = live
     page.fill("#max-tokens", "30")
+    # sampled, as a chat is: the random model's greedy bytes can stay incomplete UTF-8, which
+    # the server holds back, so the whole answer would arrive at once
+    page.fill("#temperature", "1")
     finished_before = engine.stats().finished
     ttft = 0.5
     m = chat(page, "Write a short poem.", speed, ttft)
