@@ -7,6 +7,9 @@ Each case runs real `kairos venn serve` processes, long-running jobs whose round
 keeps posting, and `devices` emulated devices (10,000; quick mode 300) checking in for
 `seconds`, each request to the next front-end in turn. After the run the store's invariants
 are read from the database (`tests/venn/service/invariants.py`): `violations` must be 0.
+The last case repeats three front-ends on PostgreSQL with faults: one front-end is killed (-9)
+a third of the way in and the database restarted (down 3 s) at two thirds; `lost` counts the
+answers the devices were given (assignments, counted results) that the database lacks.
 On a 2-core machine the emulator competes with the servers for the cores, so the ratios
 between cases (measured in one run) say more than the absolute rates.
 """
@@ -14,8 +17,11 @@ between cases (measured in one run) say more than the absolute rates.
 from __future__ import annotations
 
 import asyncio
+import signal
 import sqlite3
+import subprocess
 import tempfile
+from collections.abc import Callable, Coroutine
 from contextlib import closing, suppress
 from pathlib import Path
 from typing import Any
@@ -26,7 +32,7 @@ import psycopg
 from tests.scrape import scrape
 from tests.venn.service.frontends import frontends
 from tests.venn.service.invariants import violations
-from tests.venn.service.postgres_server import start
+from tests.venn.service.postgres_server import PostgresServer, start
 
 from kairos.venn.service.emulator import (
     EmulatorConfig,
@@ -37,38 +43,74 @@ from kairos.venn.service.emulator import (
     run_devices,
 )
 
-CASES = (("sqlite", 1), ("postgresql", 1), ("postgresql", 3))
+CASES = (("sqlite", 1, False), ("postgresql", 1, False), ("postgresql", 3, False),
+         ("postgresql", 3, True))  # fmt: skip
+Faults = Callable[[float], Coroutine[Any, Any, None]]
 
 
-async def _drive(urls: list[str], cfg: EmulatorConfig, seconds: float) -> Any:
+async def _drive(
+    urls: list[str], cfg: EmulatorConfig, seconds: float, faults: Faults | None
+) -> Any:
     stop = asyncio.Event()
     async with make_client(cfg) as driver:
         ids = await register_jobs(urls, demo_jobs(20, demand=50, rounds=10_000), driver)
         devices = asyncio.create_task(run_devices(urls, cfg, stop))
+        injected = asyncio.create_task(faults(seconds)) if faults else None
         with suppress(TimeoutError):
             await drive_jobs(urls, ids, driver, timeout_s=seconds)
         stop.set()
+        if injected is not None:
+            await injected
         return await devices
 
 
+def kill_then_restart(victim: subprocess.Popen[bytes], server: PostgresServer) -> Faults:
+    async def faults(seconds: float) -> None:
+        await asyncio.sleep(seconds / 3)
+        victim.send_signal(signal.SIGKILL)
+        await asyncio.sleep(seconds / 3)
+        await asyncio.to_thread(server.restart, 3.0)
+
+    return faults
+
+
+def _lost(conn: psycopg.Connection[Any], stats: Any) -> int:
+    """Answers the devices were given that the database does not hold."""
+    rows = conn.execute("SELECT device_id, job_id, round_idx, responded FROM assignments")
+    held = {(d, j, r): t for d, j, r, t in rows.fetchall()}
+    responded = {k for k, t in held.items() if t is not None}
+    return len(set(stats.assignments) - set(held)) + len(set(stats.counted) - responded)
+
+
 def one_case(
-    kind: str, store: str, n_front: int, devices: int, seconds: float, logs: Path
+    kind: str,
+    store: str,
+    n_front: int,
+    devices: int,
+    seconds: float,
+    logs: Path,
+    server: PostgresServer | None = None,
 ) -> dict[str, Any]:
     cfg = EmulatorConfig(n=devices, seed=0, day_s=60.0, mean_gap_s=devices / 400.0,
                          compute_s=0.2, max_connections=200)  # fmt: skip
     with frontends(store, n_front, logs) as procs:
         urls = [url for _, url in procs]
-        stats = asyncio.run(_drive(urls, cfg, seconds))
+        faults = kill_then_restart(procs[-1][0], server) if server is not None else None
+        stats = asyncio.run(_drive(urls, cfg, seconds, faults))
         trips: dict[str, float] = {}
-        for url in urls:
+        for proc, url in procs:
+            if proc.poll() is not None:  # the killed front-end
+                continue
             m = scrape(httpx.get(url + "/metrics", timeout=30).text)
             for (name, labels), v in m.samples.items():
                 if name == "kairos_venn_db_round_trips_total":
                     op = dict(labels)["op"]
                     trips[op] = trips.get(op, 0.0) + v
+    lost = float("nan")
     if kind == "postgresql":
         with psycopg.connect(store) as conn:
             broken = violations(conn)
+            lost = _lost(conn, stats)
     else:
         with closing(sqlite3.connect(store)) as db:
             broken = violations(db)
@@ -77,7 +119,7 @@ def one_case(
     lat = np.asarray(stats.latencies_s)
     checkins = max(stats.checkins, 1)
     return {
-        "case": f"{kind} x{n_front}",
+        "case": f"{kind} x{n_front}" + (" kill -9 + db restart" if server else ""),
         "front_ends": n_front,
         "devices": devices,
         "seconds": stats.elapsed_s,
@@ -91,6 +133,7 @@ def one_case(
         "background_trips_per_checkin": background / checkins if pg else float("nan"),
         "errors": stats.errors,
         "violations": sum(broken.values()),
+        "lost": lost,
     }
 
 
@@ -100,7 +143,7 @@ def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
     server = start()
     try:
         with tempfile.TemporaryDirectory(prefix="bench-venn-store-") as tmp:
-            for i, (kind, n) in enumerate(CASES):
+            for i, (kind, n, faulty) in enumerate(CASES):
                 logs = Path(tmp) / f"case{i}"
                 logs.mkdir()
                 store = (
@@ -108,7 +151,8 @@ def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
                     if kind == "postgresql"
                     else str(logs / "venn.sqlite")
                 )
-                rows.append(one_case(kind, store, n, devices, seconds, logs))
+                faults = server if faulty else None
+                rows.append(one_case(kind, store, n, devices, seconds, logs, faults))
     finally:
         server.stop()
     base = {r["case"]: r["checkins_per_s"] for r in rows}

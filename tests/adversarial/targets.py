@@ -169,11 +169,58 @@ def orloj(tmp: Path) -> Iterator[Target]:
 
 
 # -- Venn --------------------------------------------------------------------------------
+# Jobs from valid bodies (named "adv") are the suite's; any other job came from a body the
+# service should have refused. Read by a connection of the test's own: what the service
+# stored, not what it believes.
+VENN_LEAKS = (
+    ("unexpected_jobs", "SELECT COUNT(*) FROM jobs WHERE name != 'adv'"),
+    ("over_assigned_rounds", "SELECT COUNT(*) FROM rounds WHERE dispatched > demand"),
+)
+
+
 @contextmanager
 def venn(tmp: Path) -> Iterator[Target]:
+    """The single-process service on its SQLite file."""
+    db = tmp / "venn.sqlite"
+
+    def leaks() -> dict[str, int]:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as view:
+            return {name: view.execute(sql).fetchone()[0] for name, sql in VENN_LEAKS}
+
+    with _venn_target("venn", str(db), leaks) as t:
+        yield t
+
+
+@contextmanager
+def venn_postgres(tmp: Path) -> Iterator[Target]:
+    """A front-end on PostgreSQL (a server of its own for the module): the deployment that
+    runs several front-ends on one database."""
+    import psycopg
+
+    from tests.venn.service.postgres_server import start
+
+    server = start()
+    try:
+        url = server.database("venn_adversarial")
+
+        def leaks() -> dict[str, int]:
+            with psycopg.connect(url) as conn:
+                out = {}
+                for name, sql in VENN_LEAKS:
+                    row = conn.execute(sql).fetchone()
+                    out[name] = int(row[0]) if row else -1
+                return out
+
+        with _venn_target("venn-postgres", url, leaks) as t:
+            yield t
+    finally:
+        server.stop()
+
+
+@contextmanager
+def _venn_target(name: str, store: str, leaks: Callable[[], dict[str, int]]) -> Iterator[Target]:
     from kairos.venn.service.app import CheckinIn, JobIn, ServiceSettings, create_app
 
-    db = tmp / "venn.sqlite"
     settings = ServiceSettings(
         api_key=KEY, max_body_bytes=MAX_BODY, body_timeout_s=BODY_TIMEOUT_S, log_level="critical"
     )
@@ -188,20 +235,10 @@ def venn(tmp: Path) -> Iterator[Target]:
         r = c.post("/v1/checkin", json={"device_id": "adv-device"})
         assert r.status_code == 200, r.text
 
-    def leaks() -> dict[str, int]:
-        # a reader of its own on the file: what the service made, not what it believes
-        # a reader of its own on the file: what the service stored, not what it believes.
-        # Jobs from valid bodies (named "adv") are the suite's; any other job came from a
-        # body the service should have refused.
-        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as view:
-            odd = view.execute("SELECT COUNT(*) FROM jobs WHERE name != 'adv'").fetchone()[0]
-            over = view.execute("SELECT COUNT(*) FROM rounds WHERE dispatched > demand")
-            return {"unexpected_jobs": odd, "over_assigned_rounds": over.fetchone()[0]}
-
     jobs = Endpoint("/v1/jobs", valid_job, JobIn)
     checkin = Endpoint("/v1/checkin", lambda: {"device_id": "adv-device"}, CheckinIn)
-    with BackgroundServer(create_app(settings, db=db)) as srv:
-        yield Target("venn", srv, [jobs, checkin], normal, leaks, {"db": db, "queue_bound": False})
+    with BackgroundServer(create_app(settings, db=store)) as srv:
+        yield Target(name, srv, [jobs, checkin], normal, leaks, {"db": store, "queue_bound": False})
 
 
 # -- Salus -------------------------------------------------------------------------------
@@ -257,4 +294,5 @@ BUILDERS: dict[str, Callable[[Path], AbstractContextManager[Target]]] = {
     "orloj": orloj,
     "salus": salus,
     "venn": venn,
+    "venn-postgres": venn_postgres,
 }

@@ -70,20 +70,32 @@ class PostgresServer:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url.replace(f"/{self.dbname}?", f"/{name}?")
 
-    def stop(self) -> None:
+    def shut_down(self) -> None:
+        """Stop the server, keeping its data (fast shutdown: open connections are cut)."""
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)  # fast shutdown
+            self.process.send_signal(signal.SIGINT)
             try:
                 self.process.wait(30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+    def restart(self, down_s: float = 0.0, timeout_s: float = 60.0) -> None:
+        """Shut down, stay down `down_s` seconds, start again on the same data and socket:
+        what a database restart looks like to its clients."""
+        self.shut_down()
+        time.sleep(down_s)
+        self.process = _launch(self.root)
+        _wait_accepting(self, timeout_s)
+
+    def stop(self) -> None:
+        self.shut_down()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
 def start(timeout_s: float = 60.0) -> PostgresServer:
     """initdb + postgres in a fresh directory; raises PostgresUnavailable with the log."""
-    initdb, postgres = _binary("initdb"), _binary("postgres")
+    initdb = _binary("initdb")
     root = Path(tempfile.mkdtemp(prefix="kairos-pg-"))
     data = root / "data"
     if os.geteuid() == 0:
@@ -98,22 +110,32 @@ def start(timeout_s: float = 60.0) -> PostgresServer:
     if init.returncode != 0:
         shutil.rmtree(root, ignore_errors=True)
         raise PostgresUnavailable(f"initdb failed ({init.returncode}): {init.stderr[-2000:]}")
-    log = open(root / "postgres.log", "wb")  # noqa: SIM115 (the server writes it until stopped)
-    argv = [postgres, "-D", str(data), "-k", str(root), "-c", "listen_addresses=", "-c",
-            "fsync=off", "-c", "max_connections=200", "-c", "shared_buffers=32MB"]  # fmt: skip
-    proc = subprocess.Popen(_as_user(argv), stdout=log, stderr=subprocess.STDOUT)
-    server = PostgresServer(root, proc)
-    deadline = time.monotonic() + timeout_s
+    server = PostgresServer(root, _launch(root))
+    _wait_accepting(server, timeout_s)
+    return server
+
+
+def _launch(root: Path) -> subprocess.Popen[bytes]:
+    log = open(root / "postgres.log", "ab")  # noqa: SIM115 (the server writes it until stopped)
+    argv = [_binary("postgres"), "-D", str(root / "data"), "-k", str(root), "-c",
+            "listen_addresses=", "-c", "fsync=off", "-c", "max_connections=200", "-c",
+            "shared_buffers=32MB"]  # fmt: skip
+    return subprocess.Popen(_as_user(argv), stdout=log, stderr=subprocess.STDOUT)
+
+
+def _wait_accepting(server: PostgresServer, timeout_s: float) -> None:
+    """Until the server takes a connection; raises PostgresUnavailable with its log."""
     import psycopg
 
+    deadline = time.monotonic() + timeout_s
     while True:
-        if proc.poll() is not None:
-            text = (root / "postgres.log").read_text(errors="replace")[-2000:]
-            shutil.rmtree(root, ignore_errors=True)
-            raise PostgresUnavailable(f"postgres exited ({proc.returncode}): {text}")
+        if server.process.poll() is not None:
+            text = (server.root / "postgres.log").read_text(errors="replace")[-2000:]
+            shutil.rmtree(server.root, ignore_errors=True)
+            raise PostgresUnavailable(f"postgres exited ({server.process.returncode}): {text}")
         try:
             psycopg.connect(server.url, connect_timeout=2).close()
-            return server
+            return
         except psycopg.OperationalError as exc:
             if time.monotonic() > deadline:
                 server.stop()

@@ -3,7 +3,8 @@ devices sending each request to the next front-end in turn (a check-in, its acce
 result land on different front-ends): afterwards the database shows no device twice in a
 round, no round past its demand and every counted response once, every answer the devices got
 is in it, and a check-in cost at most two round trips. Then the same with one front-end killed
-(-9) mid-round: the other two finish every job and nothing the dead one accepted is lost.
+(-9) mid-round: the other two finish every job and nothing the dead one accepted is lost; and
+with PostgreSQL itself restarted mid-round: the front-ends reconnect and nothing is lost.
 
 Sized for CI's two loaded cores (240 devices; `benchmarks/bench_venn_store.py` runs 10,000)."""
 
@@ -20,6 +21,7 @@ from kairos.venn.service.emulator import EmulatorConfig, EmulatorStats, demo_job
 from tests.scrape import Scrape, scrape
 from tests.venn.service.frontends import frontends
 from tests.venn.service.invariants import clean, violations
+from tests.venn.service.postgres_server import start
 
 CFG = EmulatorConfig(n=240, seed=3, day_s=30.0, mean_gap_s=1.0, compute_s=0.2)
 JOBS = demo_jobs(3, demand=10, rounds=2)
@@ -94,3 +96,40 @@ def test_a_front_end_killed_mid_round_loses_nothing_accepted(pg_url: str, tmp_pa
     _check_database(pg_url, stats)
     assert stats.errors > 0  # the devices did meet the dead front-end
     assert all(m.value("kairos_venn_assignments_total") > 0 for m in survivors)
+
+
+def test_a_database_restart_mid_run_loses_nothing_accepted(tmp_path: Path) -> None:
+    """PostgreSQL shut down for 3 s and started again while rounds are open and devices keep
+    checking in: the requests meanwhile wait for a pooled connection (up to 10 s, then 503 and
+    the device retries), the pools reconnect, every job finishes and the database holds every
+    answer the devices were given, each once."""
+    server = start()
+    try:
+        url = server.database("venn_restart")
+        with frontends(url, 3, tmp_path) as procs:
+            urls = [u for _, u in procs]
+
+            async def run() -> tuple[EmulatorStats, bool]:
+                work = asyncio.create_task(run_workload(urls, CFG, JOBS, timeout_s=240))
+                while not _mid_round(url):
+                    await asyncio.sleep(0.05)
+                await asyncio.to_thread(server.restart, 3.0)
+                overlapped = not work.done()
+                return await work, overlapped
+
+            stats, overlapped = asyncio.run(run())
+            alive = [proc.poll() is None for proc, _ in procs]
+        assert overlapped  # the run was still going when the database came back
+        assert alive == [True, True, True]  # no front-end died with its database
+        assert {j["state"] for j in stats.jobs} == {"finished"}
+        _check_database(url, stats)
+    finally:
+        server.stop()
+
+
+def _mid_round(url: str) -> bool:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM rounds WHERE closed IS NULL AND dispatched > 0"
+        ).fetchone()
+    return row is not None and row[0] > 0
