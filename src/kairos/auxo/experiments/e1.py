@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import kairos.auxo.experiments.paper as paper
 from kairos.auxo.experiments.arms import QUICK_POINT, affinity_share, arm_runs, mean_of
+from kairos.auxo.experiments.figures import plot_e1
 from kairos.auxo.experiments.pairing import compare, seed_spread
 from kairos.auxo.experiments.runs import RunConfig
 from kairos.experiments import ExperimentContext, experiment
@@ -202,4 +203,5 @@ def e1(cfg: E1Config, ctx: ExperimentContext) -> dict[str, Any]:
         summary,
         columns=COLUMNS,
     )
+    plot_e1(ctx, rows)
     return {"rows": rows, "summary": summary}

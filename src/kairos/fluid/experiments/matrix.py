@@ -13,6 +13,7 @@ import kairos.fluid.experiments.paper as paper
 from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
 from kairos.fluid.experiments.common import SeedsConfig, paired_cell, tuner_factory
+from kairos.fluid.experiments.figures import hours_bars, plot_matrix, scale_bars
 from kairos.fluid.simulator import SimResult, simulate
 from kairos.fluid.workloads import Workload, preset
 from kairos.report.stats import mean_ci
@@ -73,6 +74,7 @@ def fig3_7(cfg: MatrixConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
         f"(source overall: {paper.SPEEDUP_OVERALL})",
         columns=["workload", "tuner", "gpus", "k_base", "k_fluid", *COLUMNS],
     )
+    plot_matrix(ctx, rows, cfg.gpus)
     return rows
 
 
@@ -149,6 +151,7 @@ def _scale(cfg: ScaleConfig, ctx: ExperimentContext, name: str, title: str) -> l
                 }
             )
     publish(ctx, name, cfg, rows, title)
+    scale_bars(ctx, name, rows, title)
     return rows
 
 
@@ -199,7 +202,21 @@ def fig3_3(cfg: ConcurrencyConfig, ctx: ExperimentContext) -> list[dict[str, Any
                 "gpu_hours_ci": round(g_ci, 3),
             }
         )
-    publish(ctx, "fig3_3", cfg, rows, "Fig 3.3: ASHA without Fluid, one trial per GPU")
+    title = "Fig 3.3: ASHA without Fluid, one trial per GPU"
+    publish(ctx, "fig3_3", cfg, rows, title)
+    metrics = {
+        "time to target": ("time_to_target_h", "ci_h"),
+        "GPU time": ("gpu_hours", "gpu_hours_ci"),
+    }
+    hours_bars(
+        ctx,
+        "fig3_3",
+        rows,
+        lambda r: f"concurrency {r['concurrency']}",
+        metrics,
+        "hours (GPU-hours for GPU time), 95% CI",
+        title,
+    )
     return rows
 
 

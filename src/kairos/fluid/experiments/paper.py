@@ -22,3 +22,11 @@ TABLE_3_2 = {  # SHA without Fluid: workers -> (utilisation %, runtime)
     16: (47.0, 475),
     32: (25.2, 432),
 }
+# The same statements as speed-up ranges (time-to-target ratio), for plots: "30-100%" faster
+# is 1.3-2.0x, "10-30%" is 1.1-1.3x; PBT has no number.
+SPEEDUP_RANGE = {
+    "syncbohb": (1.3, 2.0),
+    "hyperband": (1.3, 2.0),
+    "asha": (1.1, 1.3),
+    "bohb": (1.1, 1.3),
+}

@@ -13,6 +13,7 @@ from kairos.experiments.publish import publish
 from kairos.fluid.core.model import Limits
 from kairos.fluid.device_model import DeviceModel
 from kairos.fluid.experiments.common import SeedsConfig, paired_cell, run
+from kairos.fluid.experiments.figures import speedup_bars
 from kairos.fluid.simulator import profile_session
 from kairos.fluid.workloads import Workload, preset
 
@@ -80,6 +81,14 @@ def fig3_11(cfg: PackScaleConfig, ctx: ExperimentContext) -> list[dict[str, Any]
         "Fig 3.11: group makespan, baseline / Fluid",
         columns=["mode", "size", "configs", "speedup", "speedup_lo", "speedup_hi", "c", "d"],
     )
+    speedup_bars(
+        ctx,
+        "fig3_11",
+        rows,
+        lambda r: f"{r['mode']}, {r['configs']} configs",
+        lambda r: str(r["size"]),
+        "Fig 3.11: group makespan, baseline / Fluid, 95% CI",
+    )
     return rows
 
 
@@ -122,6 +131,14 @@ def fig3_12(cfg: VarianceConfig, ctx: ExperimentContext) -> list[dict[str, Any]]
         "Fig 3.12: group makespan, baseline / Fluid, by runtime spread",
         columns=["runtime_cv", "engine", "speedup", "speedup_lo", "speedup_hi", "fluid_faster_on"],
     )
+    speedup_bars(
+        ctx,
+        "fig3_12",
+        rows,
+        lambda r: f"runtime CV {r['runtime_cv']}",
+        lambda r: str(r["engine"]),
+        "Fig 3.12: speed-up by trial-runtime spread, 95% CI",
+    )
     return rows
 
 
@@ -160,6 +177,14 @@ def fig3_13a(cfg: OverheadConfig, ctx: ExperimentContext) -> list[dict[str, Any]
         rows,
         "Fig 3.13a: makespan ratio; at 10x packing switches itself off (c = 1)",
         columns=["overhead_x", "c", "speedup", "speedup_lo", "speedup_hi"],
+    )
+    speedup_bars(
+        ctx,
+        "fig3_13a",
+        rows,
+        lambda r: f"overhead x{r['overhead_x']} (c = {r['c']})",
+        lambda r: "packing only",
+        "Fig 3.13a: packing overhead, 95% CI",
     )
     return rows
 
@@ -206,5 +231,13 @@ def fig3_13b(cfg: ScalingOverheadConfig, ctx: ExperimentContext) -> list[dict[st
             "speedup_hi",
             "makespan_fluid_h",
         ],
+    )
+    speedup_bars(
+        ctx,
+        "fig3_13b",
+        rows,
+        lambda r: f"{r['gpus']} GPUs",
+        lambda r: str(r["workload"]),
+        "Fig 3.13b: scaling only (packing off), 95% CI",
     )
     return rows

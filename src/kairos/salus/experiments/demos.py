@@ -22,6 +22,7 @@ import kairos.salus.experiments.paper as paper
 from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
 from kairos.salus.catalog import PARAMS_M, load_workloads
+from kairos.salus.experiments.figures import plot_e4
 from kairos.salus.lane_finder import LaneManager
 from kairos.salus.layout import LaneMode
 from kairos.salus.policies import make_policy
@@ -68,6 +69,7 @@ def fig2_10(cfg: HyperConfig, ctx: ExperimentContext) -> list[dict[str, Any]]:
             }
         )
     publish(ctx, "fig2_10", cfg, rows, "Fig. 2.10 (E4): makespan FIFO / PACK (model demo)")
+    plot_e4(ctx, rows)
     return rows
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 import kairos.salus.experiments.paper as paper
@@ -20,6 +21,7 @@ from kairos.experiments.publish import publish
 from kairos.experiments.seeds import Cell, seed_runs
 from kairos.report.stats import mean_ci, paired_ratio
 from kairos.salus.catalog import load_workloads
+from kairos.salus.experiments.figures import plot_e1
 from kairos.salus.policies import make_policy
 from kairos.salus.profile import GIB
 from kairos.salus.simulator import SimConfig, simulate
@@ -27,6 +29,7 @@ from kairos.salus.workloads import E1Trace, e1_trace
 
 POLICIES = ("fifo", "srtf", "pack", "fair")
 METRICS = ("makespan_min", "avg_queuing_min", "avg_jct_min", "p95_jct_min")
+QUANTILES = tuple(round(i / 100, 2) for i in range(101))
 
 
 class E1Point(BaseModel):
@@ -60,10 +63,12 @@ def e1_point(cfg: E1Point) -> dict[str, Any]:
         margin_total=cfg.margin_total,
         addresses=cfg.addresses,
     )
-    out = simulate(trace, make_policy(cfg.policy), profiles, sim).summary()
+    result = simulate(trace, make_policy(cfg.policy), profiles, sim)
+    out = result.summary()
     for key in METRICS:
         out[key] /= cfg.trace.time_scale
-    return {**out, "seed": cfg.seed}
+    jct = [j.jct / 60 / cfg.trace.time_scale for j in result.jobs if j.jct is not None]
+    return {**out, "jct_min": sorted(jct), "seed": cfg.seed}
 
 
 class E1Config(BaseModel):
@@ -148,4 +153,24 @@ def table2_1(cfg: E1Config, ctx: ExperimentContext) -> dict[str, Any]:
             "paper_jct_vs_fifo",
         ],
     )
-    return {"rows": rows, "summary": summary}
+    cdf_rows = jct_quantiles(runs)
+    publish(ctx, "table2_1_jct_cdf", cfg, cdf_rows)
+    plot_e1(ctx, rows, cdf_rows)
+    return {"rows": rows, "summary": summary, "jct_cdf": cdf_rows}
+
+
+def jct_quantiles(runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Fig. 2.7's CDF per policy as its percentiles 0..100 of the JCTs pooled over seeds:
+    a few numbers per policy rather than every job, and the plot draws exactly these."""
+    rows = []
+    for name, group in runs.items():
+        pooled = np.concatenate([np.asarray(g["jct_min"], dtype=np.float64) for g in group])
+        for q in QUANTILES:
+            rows.append(
+                {
+                    "policy": name,
+                    "quantile": q,
+                    "jct_min": round(float(np.percentile(pooled, 100 * q)), 2),
+                }
+            )
+    return rows

@@ -25,6 +25,7 @@ from kairos.experiments import ExperimentContext, experiment
 from kairos.experiments.publish import publish
 from kairos.salus.catalog import load_workloads
 from kairos.salus.driver import IterationRecord
+from kairos.salus.experiments.figures import plot_e2
 from kairos.salus.policies import make_policy
 from kairos.salus.simulator import SimConfig, SimResult, simulate
 from kairos.salus.workloads import TraceJob, training_workloads
@@ -96,6 +97,7 @@ def fig2_8a(cfg: SnapshotConfig, ctx: ExperimentContext) -> dict[str, Any]:
         summary,
         seed=cfg.seed,
     )
+    plot_e2(ctx, segs, cfg.seed)
     return {"segments": segs, "summary": summary, "jobs": result.jobs}
 
 
