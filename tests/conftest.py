@@ -33,6 +33,7 @@ SERIAL = (
     "fluid/integrations/",
     "fluid/runtime/",
     "orloj/runtime/",
+    "report/test_site_browser.py",
     "salus/runtime/",
     "venn/service/",
 )

@@ -162,9 +162,32 @@ def trace_describe(
 app.add_typer(trace_app, name="trace")
 
 
+@app.command("report")
+def report_cmd(
+    quick: Annotated[bool, typer.Option("--quick", help="Each experiment's quick mode.")] = False,
+    out: Annotated[Path, typer.Option(help="Where the site and the results go.")] = Path(
+        "results/report"
+    ),
+    only: Annotated[
+        str | None, typer.Option("--only", help="Comma-separated systems (default: all).")
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel worker processes.")] = 1,
+) -> None:
+    """Run every system's headline experiment and write a static site: OUT/index.html."""
+    from kairos.report.run_report import pick, run_report
+
+    systems = [s.strip() for s in only.split(",") if s.strip()] if only else None
+    try:
+        pick(systems)
+    except KeyError as exc:
+        raise typer.BadParameter(str(exc.args[0]), param_hint="--only") from None
+    index = run_report(out, quick=quick, only=systems, jobs=jobs, echo=console.print)
+    console.print(f"site: {index}")
+
+
 def add_systems(root: typer.Typer, systems: Mapping[str, System]) -> None:
     """Each system's group (`kairos <name>`) and its root commands (such as `kairos serve`)."""
-    taken = {"trace": "the shared layer"}
+    taken = {"trace": "the shared layer", "report": "the shared layer"}
     for name, spec in systems.items():
         for command in [*spec.commands, name]:
             if command in taken:
