@@ -172,8 +172,17 @@ def report_cmd(
         str | None, typer.Option("--only", help="Comma-separated systems (default: all).")
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel worker processes.")] = 1,
+    publish: Annotated[
+        bool,
+        typer.Option(
+            "--publish",
+            help="Also write docs/results/headlines.json and the report blocks of README.md "
+            "and docs/*.md (run from the repository's root).",
+        ),
+    ] = False,
 ) -> None:
     """Run every system's headline experiment and write a static site: OUT/index.html."""
+    from kairos.report.quoted import publish as publish_docs
     from kairos.report.run_report import pick, run_report
 
     systems = [s.strip() for s in only.split(",") if s.strip()] if only else None
@@ -181,8 +190,13 @@ def report_cmd(
         pick(systems)
     except KeyError as exc:
         raise typer.BadParameter(str(exc.args[0]), param_hint="--only") from None
+    if publish and systems:
+        raise typer.BadParameter("the docs quote every system: --publish runs them all")
     index = run_report(out, quick=quick, only=systems, jobs=jobs, echo=console.print)
     console.print(f"site: {index}")
+    if publish:
+        for path in publish_docs(out, Path.cwd()):
+            console.print(f"wrote {path}")
 
 
 def add_systems(root: typer.Typer, systems: Mapping[str, System]) -> None:

@@ -8,6 +8,7 @@ the experiment's whole cost. The timings and provenance go to `<out>/report.json
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 import time
@@ -87,6 +88,7 @@ def run_report(
         for s in pick(only)
     ]
     rows = []
+    load = os.getloadavg()[0]  # the machine's other work, which the wall times include
     start = time.perf_counter()
     for spec in specs:
         echo(f"report: {spec.system} {spec.experiment}{' --quick' if quick else ''} ...")
@@ -98,6 +100,10 @@ def run_report(
         "report",
         config={"quick": quick, "systems": [s.system for s in specs], "jobs": jobs},
         rows=rows,
-        summary={"total_s": total, "total_cpu_s": round(sum(r["cpu_seconds"] for r in rows), 2)},
+        summary={
+            "total_s": total,
+            "total_cpu_s": round(sum(r["cpu_seconds"] for r in rows), 2),
+            "load_average": round(load, 2),
+        },
     )
     return write_site(out)
