@@ -19,6 +19,7 @@ MODULES = [
     "benchmarks.bench_venn",
     "benchmarks.bench_venn_store",
     "benchmarks.bench_fluid",
+    "benchmarks.bench_fluid_ray_tune",
     "benchmarks.bench_salus",
     "benchmarks.bench_salus_runtime",
     "benchmarks.bench_salus_cuda",

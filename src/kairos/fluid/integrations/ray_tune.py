@@ -2,10 +2,12 @@
 PBT, ...) and gives each trial its Fluid width as a placement group.
 
 It builds on Tune's `ResourceChangingScheduler`: the wrapped scheduler still decides which
-trials continue; after every result, DynamicFluid decides whether the trial should be wider or
-narrower, and Tune pauses it and restores it from its checkpoint with the new placement group
-(so set `eps` to what a pause and restore costs, and keep `reuse_actors` off). A width below
-one is a `1/c` share of one device bundle, a width of `w` is `w` bundles of one device each.
+trials continue; after every result, once no new trial waits to start (the group's tail: a
+trial widened earlier would hold devices the queued trials need, or wait for ones they hold),
+DynamicFluid decides whether the trial should be wider or narrower, and Tune pauses it and
+restores it from its checkpoint with the new placement group (so set `eps` to what a pause and
+restore costs, and keep `reuse_actors` off). A width below one is a `1/c` share of one device
+bundle, a width of `w` is `w` bundles of one device each.
 On a host without GPUs the devices are a custom resource, `vgpu` by default: start Ray with
 `ray.init(resources={"vgpu": n})`; on a GPU cluster pass `resource="GPU"`.
 
@@ -139,7 +141,10 @@ class FluidScheduler(ResourceChangingScheduler):
                 self.t1.get(trial.trial_id), per_gpu_time(measured, width, self.alpha, self.beta)
             )
         self.done[trial.trial_id] = int(result.get(self.iteration_key, 0))
-        live = [t for t in tune_controller.get_live_trials() if t.trial_id in self.t1]
+        everyone = list(tune_controller.get_live_trials())
+        if any(t.trial_id not in self.t1 and t.status == "PENDING" for t in everyone):
+            return None  # trials still queued: DynamicFluid re-spreads only a group's tail
+        live = [t for t in everyone if t.trial_id in self.t1]
         known = sorted(self.t1.values())
         median = known[len(known) // 2]
         plan = [
@@ -152,7 +157,10 @@ class FluidScheduler(ResourceChangingScheduler):
             for t in live
         ]
         plan = [p for p in plan if p.h1 > 0]
-        widths = {t.trial_id: fluid_width(t.placement_group_factory, self.resource) for t in live}
+        # every live trial holds (or is about to hold) its width, measured or not
+        widths = {
+            t.trial_id: fluid_width(t.placement_group_factory, self.resource) for t in everyone
+        }
         used = sum(widths.values(), Fraction(0))
         idle = max(0, self.devices - int(-(-used // 1)))  # whole devices nobody holds
         for r in dynamic_fluid(
