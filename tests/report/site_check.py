@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kairos.report.headlines import HEADLINES, Headline
+from kairos.report.headlines import HEADLINES, Headline, interval, seeds
 
 READ_PAGE = """() => ({
   tables: [...document.querySelectorAll('table')].map(t => ({
@@ -123,8 +123,18 @@ def check_site(page: Any, site: Path) -> list[str]:
             "rows": (cols, [[r.get(c, _MISSING) for c in cols] for r in result["rows"]]),
             "summary": (["key", "value"], [[k, v] for k, v in result["summary"].items()]),
             "headline": (
-                ["headline", "ours", "paper", "paper's number from"],
-                [[h.label, _pick(result, h), h.paper, h.source] for h in spec.rows],
+                ["headline", "ours", "95% CI", "seeds", "paper", "paper's number from"],
+                [
+                    [
+                        h.label,
+                        _pick(result, h),
+                        interval(result, h),
+                        seeds(result, h),
+                        h.paper,
+                        h.source,
+                    ]
+                    for h in spec.rows
+                ],
             ),
         }
         for cls, (head, body) in checks.items():

@@ -13,7 +13,14 @@ import pytest
 
 from kairos.experiments import get_experiment
 from kairos.report import write_result
-from kairos.report.headlines import HEADLINES, Headline, SystemHeadline, locate
+from kairos.report.headlines import (
+    HEADLINES,
+    Headline,
+    SystemHeadline,
+    interval,
+    locate,
+    seeds,
+)
 from kairos.report.run_report import pick
 from kairos.report.site import cell_text, write_site
 
@@ -50,6 +57,32 @@ def test_locate_reads_rows_summary_lists_and_refuses_ambiguity() -> None:
         locate(result, Headline("", "x", 1, "", where={"p": "b"}))
     with pytest.raises(KeyError):
         locate(result, Headline("", "missing", 1, "", where={"p": "a"}))
+
+
+def test_interval_and_seeds_read_each_way_a_result_gives_them() -> None:
+    nan = float("nan")
+    result = {
+        "rows": [
+            {"p": "named", "x": 2.0, "x_from": 1.5, "x_to": 2.5, "seeds": 10},
+            {"p": "lohi", "x": 2.0, "x_lo": 1.0, "x_hi": 3.0, "seeds": [1, 2, 3]},
+            {"p": "half", "x": 2.0, "x_ci95": 0.25, "seeds": "0..9"},
+            {"p": "none", "x": 2.0},
+            {"p": "nan", "x": 2.0, "x_lo": nan, "x_hi": 3.0, "seeds": True},
+        ],
+        "summary": {"seeds": 4},
+    }
+
+    def row(p: str, ci: tuple[str, str] | None = None) -> Headline:
+        return Headline("", "x", 1, "", where={"p": p}, ci=ci)
+
+    assert interval(result, row("named", ("x_from", "x_to"))) == [1.5, 2.5]
+    assert interval(result, row("lohi")) == [1.0, 3.0]
+    assert interval(result, row("half")) == [1.75, 2.25]
+    assert interval(result, row("none")) is None
+    assert interval(result, row("nan")) is None
+    assert [seeds(result, row(p)) for p in ("named", "lohi", "half", "none", "nan")] == [
+        10, 3, 10, 4, None
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -131,7 +164,9 @@ def test_site_shows_the_result_files_cells_and_every_png(tmp_path: Path) -> None
         assert tr == [cell_text(row[c]) if c in row else "" for c in cols]
     headline = page.tables[("headline", rel)][1:]
     assert [r[1] for r in headline] == [cell_text(locate(result, h)) for h in spec.rows]
-    assert [r[2] for r in headline] == [cell_text(h.paper) for h in spec.rows]
+    assert [r[2] for r in headline] == [cell_text(interval(result, h)) for h in spec.rows]
+    assert [r[3] for r in headline] == ["2"] * len(spec.rows)  # seeds [1, 2]
+    assert [r[4] for r in headline] == [cell_text(h.paper) for h in spec.rows]
     assert page.tables[("summary", rel)][1:] == [["max", "1.5"]]
     assert sorted(page.images) == [
         f"venn/{spec.experiment}/bars.png",

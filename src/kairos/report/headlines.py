@@ -8,6 +8,7 @@ experiment writes (`<out>/<system>/<name>/<name>.json`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,9 @@ class Headline:
     source: str  # where in the spec the paper's number is
     part: str = "rows"
     where: Mapping[str, Any] = field(default_factory=dict)
+    # the row's keys of the 95% CI's ends, where they are not `key`_lo / `key`_hi or a
+    # half-width `key`_ci95 (found without being named)
+    ci: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -87,13 +91,14 @@ def _salus() -> tuple[Headline, ...]:
     source = "salus spec §5 Table 2.1"
     jct = [
         Headline(f"FIFO / {p.upper()} average JCT", "jct_vs_fifo",
-                 round(_SALUS_AVG_JCT["fifo"] / _SALUS_AVG_JCT[p], 2), source, where={"policy": p})
+                 round(_SALUS_AVG_JCT["fifo"] / _SALUS_AVG_JCT[p], 2), source, where={"policy": p},
+                 ci=("jct_lo", "jct_hi"))
         for p in ("srtf", "pack", "fair")
     ]  # fmt: skip
     span = Headline(
         "FIFO / PACK makespan", "makespan_vs_fifo",
         round(_SALUS_MAKESPAN["fifo"] / _SALUS_MAKESPAN["pack"], 3), source,
-        where={"policy": "pack"},
+        where={"policy": "pack"}, ci=("makespan_lo", "makespan_hi"),
     )  # fmt: skip
     return (*jct, span)
 
@@ -161,14 +166,52 @@ def headline(system: str) -> SystemHeadline:
     raise KeyError(f"no headline for {system!r}; known: {', '.join(h.system for h in HEADLINES)}")
 
 
-def locate(result: Mapping[str, Any], row: Headline) -> Any:
-    """The value of `row` in a result file's JSON (a KeyError names what is missing)."""
+def locate_row(result: Mapping[str, Any], row: Headline) -> Mapping[str, Any]:
+    """The JSON row (or summary) holding `row`'s value (a KeyError names what is missing)."""
     node: Any = result
     for step in row.part.split("."):
         node = node[step]
     if not row.where:
-        return node[row.key]
+        return dict(node)
     matches = [r for r in node if all(r.get(k) == v for k, v in row.where.items())]
     if len(matches) != 1:
         raise KeyError(f"{len(matches)} rows of {row.part} match {dict(row.where)}")
-    return matches[0][row.key]
+    return dict(matches[0])
+
+
+def locate(result: Mapping[str, Any], row: Headline) -> Any:
+    """The value of `row` in a result file's JSON (a KeyError names what is missing)."""
+    return locate_row(result, row)[row.key]
+
+
+def interval(result: Mapping[str, Any], row: Headline) -> list[float] | None:
+    """The 95% CI of `row`'s value as [low, high], when its result gives one."""
+    r = locate_row(result, row)
+    value, key = r[row.key], row.key
+    ends: list[Any]
+    if row.ci is not None:
+        ends = [r.get(row.ci[0]), r.get(row.ci[1])]
+    elif f"{key}_lo" in r and f"{key}_hi" in r:
+        ends = [r[f"{key}_lo"], r[f"{key}_hi"]]
+    elif isinstance(r.get(f"{key}_ci95"), int | float) and isinstance(value, int | float):
+        ends = [value - r[f"{key}_ci95"], value + r[f"{key}_ci95"]]
+    else:
+        return None
+    finite = [float(e) for e in ends if isinstance(e, int | float) and math.isfinite(e)]
+    return finite if len(finite) == 2 else None
+
+
+def seeds(result: Mapping[str, Any], row: Headline) -> int | None:
+    """How many seeds `row`'s value stands on, when its result says ("0..9" counts 10)."""
+    n = locate_row(result, row).get("seeds", result.get("summary", {}).get("seeds"))
+    if isinstance(n, bool):
+        return None
+    if isinstance(n, int):
+        return n
+    if isinstance(n, list):
+        return len(n)
+    if isinstance(n, str) and ".." in n:
+        lo, hi = n.split("..", 1)
+        if lo.strip().isdigit() and hi.strip().isdigit():
+            return int(hi) - int(lo) + 1
+    return None

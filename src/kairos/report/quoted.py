@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kairos.report.headlines import HEADLINES, locate
+from kairos.report.headlines import HEADLINES, interval, locate, seeds
 
 PUBLISHED = Path("docs/results/headlines.json")
 BLOCK = re.compile(r"(<!-- report: (?P<what>[a-z, ]+) -->\n)(?P<body>.*?)(<!-- /report -->)", re.S)
@@ -37,6 +37,8 @@ def headline_rows(site: Path) -> list[dict[str, Any]]:
                     "experiment": spec.experiment,
                     "label": h.label,
                     "ours": locate(result, h),
+                    "ci95": interval(result, h),
+                    "seeds": seeds(result, h),
                     "paper": h.paper,
                     "source": h.source,
                 }
@@ -75,14 +77,15 @@ def render(pub: Mapping[str, Any], systems: Sequence[str]) -> str:
            in summary else "")
         + "):",
         "",
-        "| system | headline | ours | paper | paper's source |",
-        "| --- | --- | --- | --- | --- |",
+        "| system | headline | ours [95% CI] | seeds | paper | paper's source |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]  # fmt: skip
     for r in pub["rows"]:
         if r["system"] in systems:
+            ci = f" [{number(r['ci95'][0])}, {number(r['ci95'][1])}]" if r["ci95"] else ""
             lines.append(
-                f"| {r['system']} | {r['label']} | {number(r['ours'])} | "
-                f"{number(r['paper'])} | {r['source']} |"
+                f"| {r['system']} | {r['label']} | {number(r['ours'])}{ci} | "
+                f"{number(r['seeds'])} | {number(r['paper'])} | {r['source']} |"
             )
     took = [f"{s} {seconds[s]:.0f} s" for s in systems if s in seconds]
     lines += ["", f"Time per experiment: {', '.join(took)}.", ""]

@@ -16,7 +16,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from kairos.report.headlines import HEADLINES, SystemHeadline, locate
+from kairos.report.headlines import HEADLINES, SystemHeadline, interval, locate, seeds
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; }
@@ -77,12 +77,15 @@ def _headline_table(spec: SystemHeadline, result: Mapping[str, Any], data_json: 
         [
             f"<td>{escape(h.label)}</td>",
             _td(locate(result, h)),
+            _td(interval(result, h)),
+            _td(seeds(result, h)),
             _td(h.paper),
             f"<td>{escape(h.source)}</td>",
         ]
         for h in spec.rows
     ]
-    return _table(["headline", "ours", "paper", "paper's number from"], rows, "headline", data_json)
+    head = ["headline", "ours", "95% CI", "seeds", "paper", "paper's number from"]
+    return _table(head, rows, "headline", data_json)
 
 
 def _rows_table(result: Mapping[str, Any], data_json: str) -> str:
