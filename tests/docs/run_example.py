@@ -23,6 +23,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from kairos.runtime.ports import free_port
 from tests.conftest import SHARED
 from tests.docs.examples import REPO, SHELLS, Block, Command, DocError, commands
 
@@ -62,13 +63,6 @@ def _tail(text: str, lines: int = 30) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def move_ports(block: Block, found: list[Command]) -> list[Command]:
     """The commands with every server's documented port moved to a free one."""
     moved: dict[str, str] = {}
@@ -80,7 +74,7 @@ def move_ports(block: Block, found: list[Command]) -> list[Command]:
                     f"{block.doc_line(command.line)}: a server example must show its --port "
                     "(and its clients the URL), so the test can move it to a free port"
                 )
-            moved[port.group(1)] = str(_free_port())
+            moved[port.group(1)] = str(free_port())
     out = []
     for command in found:
         text = command.text

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from kairos.andes.client.bench_report import RequestRecord, aggregate, parse_goo
 from kairos.andes.client.sse import Chunk, StreamError, openai_chunk, openai_events, read_chunk
 from kairos.andes.experiments.workload import SimPoint, build_trace
 from kairos.andes.qoe import LISTENER_SPEEDS, READER_SPEEDS, qoe_at
+from kairos.runtime.ports import free_port
 from tests.andes.client.fake_openai import FakeOpenAI
 
 # ---------------------------------------------------------------- workloads
@@ -321,14 +321,8 @@ def test_chat_endpoint_and_tokens_per_chunk() -> None:
         assert r.ok and sum(r.chunk_tokens) == r.max_tokens and r.chunk_tokens[0] == 2
 
 
-def _dead_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_unreachable_server_is_a_clear_error() -> None:
-    cfg = _cfg(f"http://127.0.0.1:{_dead_port()}", None)
+    cfg = _cfg(f"http://127.0.0.1:{free_port()}", None)
     with pytest.raises(BenchError, match="cannot reach the server"):
         asyncio.run(run_bench(cfg))
 

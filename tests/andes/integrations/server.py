@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,16 +15,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kairos.runtime.ports import free_port
+
 ANDES = "kairos.andes.integrations.vllm.AndesScheduler"
 VALIDATOR = "kairos.andes.integrations.vllm:QoEArgsValidator"
 BLOCK = 32  # vLLM's CPU attention kernels take multiples of 32
 STARTUP_S = 900.0  # two shared cores: model load, warm-up and KV allocation take minutes
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _healthy(url: str) -> bool:

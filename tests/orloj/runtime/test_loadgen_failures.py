@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from kairos.orloj.runtime.models import EarlyExitCNN
 from kairos.orloj.runtime.server import create_app
 from kairos.orloj.systems import make_system
 from kairos.runtime.http import BackgroundServer
+from kairos.runtime.ports import free_port
 
 runner = CliRunner(env={"COLUMNS": "200"})
 MODEL = ["--model", "early-exit", "--model-option", "stage_blocks=[1,1,1,1]"]
@@ -44,14 +44,8 @@ def cal(cli: typer.Typer, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_no_server_exits_non_zero_with_one_clear_line(cli: typer.Typer, cal: Path) -> None:
-    url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     done = runner.invoke(cli, ["loadgen", *MODEL, "--url", url, "--calibration", str(cal), *LOAD])
     assert done.exit_code == 1, done.output
     assert f"loadgen: cannot reach the server at {url}" in done.output

@@ -4,7 +4,6 @@ waited for until it answers /health, killed (-9) on the way out."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,13 +13,9 @@ from pathlib import Path
 
 import httpx
 
+from kairos.runtime.ports import free_port
+
 ENV = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

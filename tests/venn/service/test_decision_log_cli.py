@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,18 +15,13 @@ from pathlib import Path
 import httpx
 
 from kairos.decisions import read_log
+from kairos.runtime.ports import free_port
 from kairos.venn import decisions as rec
 from kairos.venn.decisions import CODEC, SYSTEM
 
 ENV = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
 SERVE = [sys.executable, "-m", "kairos", "venn", "serve"]
 REPLAY = [sys.executable, "-m", "kairos", "venn", "replay"]
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_healthy(proc: subprocess.Popen[bytes], url: str) -> None:
@@ -43,7 +37,7 @@ def _wait_healthy(proc: subprocess.Popen[bytes], url: str) -> None:
 
 
 def test_serve_writes_the_round_events_it_decides(tmp_path: Path) -> None:
-    log, port = tmp_path / "logs" / "venn.jsonl", _port()
+    log, port = tmp_path / "logs" / "venn.jsonl", free_port()
     args = ["--db", str(tmp_path / "v.sqlite"), "--decision-log", str(log), "--port", str(port)]
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([*SERVE, *args], env=ENV, stdout=subprocess.DEVNULL,

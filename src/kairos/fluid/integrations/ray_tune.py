@@ -31,6 +31,7 @@ from ray.tune.schedulers import ResourceChangingScheduler, TrialScheduler
 from kairos.fluid.core.dynamic import dynamic_fluid
 from kairos.fluid.core.model import Limits, PlanTrial, Width, water_fill
 from kairos.fluid.core.profiler import ema, per_gpu_time
+from kairos.runtime.ports import free_port
 
 
 def width_resources(
@@ -182,7 +183,6 @@ class TrialGang:
     def __init__(
         self, world: int, config: dict[str, Any], ckpt: str | None, resource: str, cpus: float
     ) -> None:
-        import socket
 
         import ray
         import torch.distributed as dist
@@ -195,9 +195,7 @@ class TrialGang:
         pg = ray.util.get_current_placement_group()
         if pg is None or len(pg.bundle_specs) < world:
             raise RuntimeError(f"a gang of {world} needs the trial's placement group of {world}")
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
+        port = free_port()
         actor = ray.remote(SlotWorker)
         self.actors: list[Any] = [
             actor.options(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import multiprocessing as mp
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from kairos.fluid.runtime.worker import ProcessHandle, WorkerHandle
 from kairos.fluid.trial import Trial
 from kairos.fluid.tuner import Tuner
 from kairos.fluid.workloads import TrialTruth
+from kairos.runtime.ports import free_port
 from kairos.sim import AsyncioClock, Timers
 
 Slot = tuple[int, int]
@@ -94,12 +94,6 @@ def _set(event: threading.Event, _status: str, _value: Any) -> None:
     event.set()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class LocalBackend:
     def __init__(
         self,
@@ -133,7 +127,7 @@ class LocalBackend:
         self.members[trial.trial_id] = slots
         for s in slots:
             self.owner[s] = trial.trial_id
-        port = _free_port() if len(slots) > 1 else 0
+        port = free_port() if len(slots) > 1 else 0
         ckpt = str(self.checkpoint(trial.trial_id))
         if trial.spec.parent is not None and not self.checkpoint(trial.trial_id).exists():
             ckpt = str(self.checkpoint(trial.spec.parent))  # PBT: start from the donor
