@@ -37,7 +37,6 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
-from scipy.optimize import nnls
 
 GB = 1e9
 GIB = 1024**3
@@ -339,6 +338,8 @@ def fit_profile(
         )
     if pre.shape[1] == 2:  # single prompts: their pairs are tokens^2
         pre = np.column_stack([pre[:, 0], pre[:, 0] ** 2, pre[:, 1]])
+    from scipy.optimize import nnls  # here: scipy.optimize costs every `kairos` call seconds
+
     a_dec = np.column_stack([np.ones(len(dec)), dec[:, 0], dec[:, 1]])
     d_coef, _ = nnls(a_dec, dec[:, 2])
     a_pre = np.column_stack([np.ones(len(pre)), pre[:, 0], pre[:, 1]])
