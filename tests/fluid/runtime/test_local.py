@@ -13,12 +13,13 @@ import torch
 
 from kairos.fluid.core.model import Limits
 from kairos.fluid.driver import DriverConfig
-from kairos.fluid.runtime.local import WorkerPool, _free_port, tune_local
+from kairos.fluid.runtime.local import WorkerPool, tune_local
 from kairos.fluid.runtime.trainable import DigitsMLP
 from kairos.fluid.trial import State, TrialSpec
 from kairos.fluid.tuner import TuningAPI
 from kairos.fluid.tuners.grid import GridSearch
 from kairos.fluid.tuners.sha import SuccessiveHalving
+from kairos.runtime.ports import free_port
 
 FAR_APART = [{"x0": 0.05, "x1": 0.5}, {"x0": 0.55, "x1": 0.5}, {"x0": 0.3, "x1": 0.1}]
 
@@ -41,7 +42,7 @@ def test_two_gloo_processes_equal_one_at_the_same_global_batch(
     pool: WorkerPool, tmp_path: Path
 ) -> None:
     config = {"x0": 0.5, "x1": 0.3}
-    port = _free_port()
+    port = free_port()
     factory = "kairos.fluid.runtime.trainable:DigitsMLP"
     gang = [(0, 0), (1, 0)]
     loads = [
