@@ -39,16 +39,7 @@ def save_line_plot(
             ax.plot(list(x), list(ys), marker="o", markersize=3, label=name)
     for name, ys in (reference or {}).items():
         ax.plot(list(x), list(ys), linestyle="--", marker="x", label=f"{name} (paper)")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, path, xlabel, ylabel, title)
 
 
 def save_cdf_plot(
@@ -60,16 +51,7 @@ def save_cdf_plot(
     for name, values in samples.items():
         xs, ys = cdf(values)
         ax.step(xs, ys, where="post", label=name)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("CDF")
-    if title:
-        ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, path, xlabel, "CDF", title)
 
 
 def save_xy_plot(
@@ -90,16 +72,7 @@ def save_xy_plot(
             ax.step(list(xs), list(ys), where="post", label=name)
         else:
             ax.plot(list(xs), list(ys), marker="o", markersize=3, label=name)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, path, xlabel, ylabel, title)
 
 
 @dataclass(frozen=True)
@@ -255,6 +228,20 @@ def save_span_plot(
     if title:
         ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _finish(fig: Any, ax: Any, path: Path, xlabel: str, ylabel: str, title: str) -> Path:
+    """Labels, grid and legend as every plot here has them; saved as PNG and closed."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
