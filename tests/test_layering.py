@@ -21,11 +21,13 @@ SYSTEMS = frozenset({"andes", "orloj", "salus", "fluid", "auxo", "venn", "fl"})
 # The one exception to "no system imports another": both federated-learning systems build on fl.
 MAY_IMPORT = {"auxo": frozenset({"fl"}), "venn": frozenset({"fl"})}
 # The cohorts-as-jobs integration: Auxo's cohorts register as jobs with Venn's resource
-# manager. The dependency points from the application to the resource manager it runs on (Venn
-# never imports Auxo: the cycle test holds it), and only these two modules may cross, so the
-# rest of Auxo stays Venn-free (checked below).
+# manager (in the simulator, and on the Venn service over HTTP). The dependency points from the
+# application to the resource manager it runs on (Venn never imports Auxo: the cycle test holds
+# it), and only these three modules may cross, so the rest of Auxo stays Venn-free (checked
+# below).
 MODULE_MAY_IMPORT = {
     "kairos.auxo.venn_jobs": frozenset({"venn"}),
+    "kairos.auxo.venn_service_jobs": frozenset({"venn"}),
     "kairos.auxo.experiments.venn_cohorts": frozenset({"venn"}),
 }
 # Packages holding a real runtime; every system's `runtime/` package counts as well.
@@ -222,9 +224,10 @@ def test_no_system_imports_another() -> None:
 
 
 def test_only_the_cohorts_as_jobs_experiment_reaches_venn_from_auxo() -> None:
-    """The exception stays narrow: no Auxo module but the experiment uses the Venn glue."""
+    """The exception stays narrow: no Auxo module but the experiment and the service deployment
+    use the Venn glue."""
     users = {s for s, t in edges(GRAPH) if t == "kairos.auxo.venn_jobs"}
-    assert users == {"kairos.auxo.experiments.venn_cohorts"}, users
+    assert users == {"kairos.auxo.experiments.venn_cohorts", "kairos.auxo.venn_service_jobs"}
 
 
 def test_the_shared_layer_imports_no_system() -> None:

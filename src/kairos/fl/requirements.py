@@ -50,6 +50,41 @@ class Requirement(BaseModel):
         )
 
 
+class MemberRequirement(Requirement):
+    """Thresholds AND membership: only devices whose private integer `cohort_code` is
+    `cohort_residue` modulo `cohort_modulus` (Auxo's cohorts as jobs: a cohort's members are
+    the devices whose cohort digits start with its path). The code stays on the device like
+    its attributes. `cohort_known` in the attributes says the code is known only modulo that
+    number (what accepting a membership offer proves), which implies membership only through a
+    multiple of this modulus."""
+
+    cohort_modulus: int = Field(ge=2)
+    cohort_residue: int = Field(ge=0)
+
+    def admits(self, attrs: Mapping[str, float]) -> bool:
+        code = int(attrs.get("cohort_code", -1))
+        known = int(attrs.get("cohort_known", 0))
+        if code < 0 or (known and known % self.cohort_modulus):
+            return False
+        return super().admits(attrs) and code % self.cohort_modulus == self.cohort_residue
+
+
+MEMBERSHIP = ("cohort_modulus", "cohort_residue")
+
+
+def requirement_from(name: str, thresholds: Mapping[str, float]) -> Requirement:
+    """A requirement from its thresholds as a service stores, offers and logs them: the four
+    minima, and membership when `cohort_modulus` is above 1."""
+    values = {k: v for k, v in thresholds.items() if k not in MEMBERSHIP}
+    modulus = int(thresholds.get("cohort_modulus", 1))
+    if modulus > 1:
+        residue = int(thresholds.get("cohort_residue", 0))
+        return MemberRequirement(
+            name=name, cohort_modulus=modulus, cohort_residue=residue, **values
+        )
+    return Requirement(name=name, **values)
+
+
 def signatures(pop: DevicePopulation, requirements: Sequence[Requirement]) -> np.ndarray:
     """Each device's signature: bit i set iff it meets `requirements[i]` (int64, so <= 63)."""
     if len(requirements) > 63:

@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 from kairos.decisions import DecisionLogError, Entries, LoadedLog
-from kairos.fl.requirements import Requirement
+from kairos.fl.requirements import requirement_from
 from kairos.fl.timing import RoundRule
 from kairos.sim import EventLoop, SimClock
 from kairos.venn import decisions as rec
@@ -67,7 +67,7 @@ def rerun(log: LoadedLog, policy: str | None = None) -> Entries:
     def apply(r: Any) -> None:
         now = loop.now
         if isinstance(r, rec.JobArrived):
-            req = Requirement(name=r.requirement, **r.thresholds)
+            req = requirement_from(r.requirement, r.thresholds)
             rule = RoundRule(deadline_s=r.deadline_s, min_resp_frac=r.min_resp_frac,
                              overcommit=r.overcommit)  # fmt: skip
             driver.register(now, r.job, req, r.participants, r.rounds, rule)

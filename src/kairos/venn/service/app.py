@@ -1,9 +1,11 @@
 """The HTTP API of the Venn resource manager (FastAPI; needs the `serve` extra).
 
 Jobs: `POST /v1/jobs` `{name, requirement: {min_cpu_ghz, min_ram_gb, min_fp16_mem_mb,
-min_android_os}, demand, rounds, deadline_s?, min_resp_frac?}`; `POST /v1/jobs/{id}/rounds`
-`{round?, demand?}` opens the next round; `GET /v1/jobs[/{id}]`. A registration may carry an
-`Idempotency-Key` header: retried with the same key and body, it returns the first job.
+min_android_os, cohort_modulus?, cohort_residue?}, demand, rounds, deadline_s?, min_resp_frac?}`
+(membership: only devices whose private code is the residue modulo the modulus, see
+`offers`); `POST /v1/jobs/{id}/rounds` `{round?, demand?}` opens the next round;
+`GET /v1/jobs[/{id}]`. A registration may carry an `Idempotency-Key` header: retried with the
+same key and body, it returns the first job.
 Devices: `POST /v1/checkin` `{device_id}` -> `{offers: [{offer_id, requirement}], retry_after_s}`;
 `POST /v1/offers/{offer_id}/accept` `{device_id, capability?}` -> the assignment (or
 `assigned: false`); `POST /v1/results` `{device_id, job_id, round}`. A device never sends its
@@ -78,6 +80,8 @@ class Thresholds(BaseModel):
     min_ram_gb: float = Field(0.0, ge=0)
     min_fp16_mem_mb: float = Field(0.0, ge=0)
     min_android_os: float = Field(0.0, ge=0)
+    cohort_modulus: int = Field(1, ge=1, le=2**52, description="membership: 1 for none")
+    cohort_residue: int = Field(0, ge=0, lt=2**52)
 
 
 class JobIn(BaseModel):
@@ -134,6 +138,14 @@ def idempotency_key(request: Request) -> str | None:
             param="Idempotency-Key",
         )
     return key
+
+
+def fingerprint(job: JobIn) -> str:
+    """What a retried registration must repeat: the body, without membership keys when the
+    job asks for none (so a plain job's fingerprint is the same as before they existed)."""
+    if job.requirement.cohort_modulus > 1:
+        return job.model_dump_json()
+    return job.model_dump_json(exclude={"requirement": {"cohort_modulus", "cohort_residue"}})
 
 
 def create_app(settings: ServiceSettings | None = None, db: str | Path | None = None) -> FastAPI:
@@ -212,6 +224,12 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
         returns the job the first one made (200, `Idempotent-Replayed: true`), not a twin."""
         key = idempotency_key(request)
         j = await parse(request, JobIn)
+        if j.requirement.cohort_residue >= j.requirement.cohort_modulus:
+            raise APIError(
+                400,
+                "requirement.cohort_residue must be below requirement.cohort_modulus.",
+                param="requirement.cohort_residue",
+            )
         s = svc()
         job, replayed = s.register(
             j.name,
@@ -221,7 +239,7 @@ def create_app(settings: ServiceSettings | None = None, db: str | Path | None = 
             j.deadline_s,
             j.min_resp_frac,
             key=key,
-            fingerprint=j.model_dump_json(),
+            fingerprint=fingerprint(j),
         )
         if replayed:
             return JSONResponse(s.describe(job), headers={"Idempotent-Replayed": "true"})

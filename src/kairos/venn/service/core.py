@@ -22,7 +22,12 @@ from kairos.sim import AsyncioClock, Timers
 from kairos.venn.driver import Driver, DriverConfig, Job, Round
 from kairos.venn.manager import ResourceManager
 from kairos.venn.policies.registry import make_policy
-from kairos.venn.service.offers import THRESHOLDS, accepted_atom, offer_id, requirement_of
+from kairos.venn.service.offers import (
+    accepted_atom,
+    offer_id,
+    public_requirement,
+    requirement_of,
+)
 from kairos.venn.service.store_api import JobRow, RoundRow, VennStore
 
 
@@ -147,7 +152,7 @@ class VennService:
         job = JobRow(
             f"job-{uuid.uuid4().hex[:12]}",
             name,
-            {k: float(requirement.get(k, 0.0)) for k in THRESHOLDS},
+            public_requirement(requirement),
             demand,
             rounds,
             deadline_s,

@@ -27,7 +27,12 @@ from typing import Any
 from kairos.venn.manager import ResourceManager
 from kairos.venn.policies.registry import make_policy
 from kairos.venn.service.core import Counters, ServiceError, job_view
-from kairos.venn.service.offers import THRESHOLDS, accepted_atom, offer_id, requirement_of
+from kairos.venn.service.offers import (
+    accepted_atom,
+    offer_id,
+    public_requirement,
+    requirement_of,
+)
 from kairos.venn.service.store_api import (
     Assign,
     JobRow,
@@ -121,7 +126,7 @@ class SharedService:
         fingerprint: str = "",
     ) -> tuple[JobRow, bool]:
         job = JobRow(f"job-{uuid.uuid4().hex[:12]}", name,
-                     {k: float(requirement.get(k, 0.0)) for k in THRESHOLDS}, demand, rounds,
+                     public_requirement(requirement), demand, rounds,
                      deadline_s, min_resp_frac, self.clock(), 0, None)  # fmt: skip
         try:
             return self.store.register(job, key, fingerprint)
