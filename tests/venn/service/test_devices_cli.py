@@ -11,9 +11,13 @@ import time
 from pathlib import Path
 
 import httpx
+import typer
+from typer.testing import CliRunner
 
+from kairos.cli import system_group
 from kairos.runtime.http import BackgroundServer
 from kairos.venn.service.app import create_app
+from kairos.venn.service.cli import register
 
 SUMMARY = re.compile(r"(\d+) s: (\d+) check-ins, (\d+) assigned, (\d+) results counted")
 WAIT_S = 120.0  # a loaded two-core machine starts the CLI (torch imports) in up to a minute
@@ -42,3 +46,14 @@ def test_devices_alone_print_a_summary_periodically_and_on_ctrl_c(tmp_path: Path
     assert len(lines) >= 2, out  # heartbeats and the last summary
     last = lines[-1]
     assert int(last.group(2)) > 0, out  # the final count saw the check-ins
+
+
+def test_devices_name_an_impossible_option_before_any_device_starts() -> None:
+    group = system_group("venn")
+    register(group)
+    app = typer.Typer()
+    app.add_typer(group, name="venn")
+    runner = CliRunner()
+    for option in ("--n", "--max-connections"):
+        bad = runner.invoke(app, ["venn", "devices", option, "0"])
+        assert bad.exit_code == 2 and f"{option} must be >= 1, got 0" in bad.output, bad.output

@@ -131,6 +131,9 @@ def register(group: typer.Typer) -> None:
         compute_s: Annotated[float, typer.Option(help="typical task time, s")] = 0.3,
         seed: Annotated[int, typer.Option(help="random seed")] = 0,
         api_key: Annotated[str | None, typer.Option(help="the service's API key")] = None,
+        max_connections: Annotated[
+            int, typer.Option(help="requests in flight at once (raise it for a remote service)")
+        ] = 8,
         every_s: Annotated[
             float, typer.Option("--every", help="seconds between summaries (devices only)")
         ] = 10.0,
@@ -147,6 +150,8 @@ def register(group: typer.Typer) -> None:
 
         if n < 1:
             raise typer.BadParameter(f"--n must be >= 1, got {n}")
+        if max_connections < 1:
+            raise typer.BadParameter(f"--max-connections must be >= 1, got {max_connections}")
         cfg = EmulatorConfig(
             n=n,
             seed=seed,
@@ -155,6 +160,7 @@ def register(group: typer.Typer) -> None:
             mean_gap_s=mean_gap_s,
             compute_s=compute_s,
             api_key=api_key,
+            max_connections=max_connections,
         )
 
         live = EmulatorStats()

@@ -17,6 +17,7 @@ test can look for each in the database afterwards.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 import uuid
@@ -33,7 +34,7 @@ from kairos.fl.devices import (
     population_from_specs,
     synthetic_population,
 )
-from kairos.fl.requirements import Requirement
+from kairos.fl.requirements import requirement_from
 
 # A spread of requirements from "any device" to "high-end only", for demo workloads.
 DEMO_REQUIREMENTS: tuple[dict[str, float], ...] = (
@@ -54,7 +55,10 @@ class EmulatorConfig:
     mean_gap_s: float = 3.0  # between a device's check-ins at the daily peak
     compute_s: float = 0.3  # a typical device's task time, scaled down
     api_key: str | None = None
-    max_connections: int = 100
+    # Device requests in flight at once, and the connection pool's size. A few are plenty
+    # against one service; from about a dozen, httpx's pool hands one idle connection to
+    # several requests, which then retry and rescan the pool: twice the CPU per request.
+    max_connections: int = 8
 
 
 @dataclass
@@ -119,14 +123,17 @@ async def _post(
     stats: EmulatorStats | None = None,
     headers: Mapping[str, str] | None = None,
     first: int = 0,
+    gate: asyncio.Semaphore | None = None,
 ) -> dict[str, Any] | None:
     """POST `path` with retries on connection errors and 5xx, attempt k to front-end
-    `first + k` (of `url`'s); None if it kept failing or got 4xx."""
+    `first + k` (of `url`'s); None if it kept failing or got 4xx. `gate`: held for each
+    attempt (not for the back-off between them)."""
     bases = _bases(url)
     for attempt in range(tries):
         base = bases[(first + attempt) % len(bases)]
         try:
-            resp = await client.post(base + path, json=dict(body), headers=dict(headers or {}))
+            async with gate or contextlib.nullcontext():
+                resp = await client.post(base + path, json=dict(body), headers=dict(headers or {}))
         except httpx.TransportError:
             resp = None
         if resp is not None and resp.status_code < 500:
@@ -147,6 +154,7 @@ async def _device(
     stop: asyncio.Event,
     stats: EmulatorStats,
     t0: float,
+    gate: asyncio.Semaphore,
 ) -> None:
     rng = np.random.default_rng([cfg.seed, i])
     attrs = pop.attributes(i)  # private: never sent
@@ -165,20 +173,20 @@ async def _device(
         start = time.perf_counter()
         turn += 1
         got = await _post(client, base, "/v1/checkin", {"device_id": device_id}, 3, stats,
-                          first=turn)  # fmt: skip
+                          first=turn, gate=gate)  # fmt: skip
         if got is None:
             continue
         stats.checkins += 1
         offers = got.get("offers", [])
         stats.offers_seen += len(offers)
-        mine = [o for o in offers if Requirement(name="o", **o["requirement"]).admits(attrs)]
+        mine = [o for o in offers if requirement_from("o", o["requirement"]).admits(attrs)]
         if not mine:
             stats.latencies_s.append(time.perf_counter() - start)
             continue
         body = {"device_id": device_id, "capability": 1.0 / slowness}
         turn += 1
         path = f"/v1/offers/{mine[0]['offer_id']}/accept"
-        ans = await _post(client, base, path, body, 3, stats, first=turn)
+        ans = await _post(client, base, path, body, 3, stats, first=turn, gate=gate)
         stats.latencies_s.append(time.perf_counter() - start)
         stats.accepted += 1
         if not ans or not ans.get("assigned"):
@@ -188,7 +196,7 @@ async def _device(
         await asyncio.sleep(cfg.compute_s * slowness * rng.uniform(0.8, 1.2))
         res = {"device_id": device_id, "job_id": ans["job_id"], "round": ans["round"]}
         turn += 1
-        done = await _post(client, base, "/v1/results", res, 20, stats, first=turn)
+        done = await _post(client, base, "/v1/results", res, 20, stats, first=turn, gate=gate)
         if done is not None:
             stats.results += 1
             if done.get("accepted"):
@@ -217,10 +225,14 @@ async def run_devices(
     base = _bases(url)
     own = client is None
     client = client or make_client(cfg)
+    # Devices wait for a connection here, not in httpx's pool: it rescans every waiting
+    # request whenever one starts or ends, so with a thousand devices waiting the scans
+    # cost more CPU than the requests, slowing them further (until rounds missed deadlines).
+    gate = asyncio.Semaphore(cfg.max_connections)
     t0 = time.monotonic()
     try:
         await asyncio.gather(
-            *(_device(i, pop, base, client, cfg, stop, stats, t0) for i in range(cfg.n))
+            *(_device(i, pop, base, client, cfg, stop, stats, t0, gate) for i in range(cfg.n))
         )
     finally:
         if own:
