@@ -8,6 +8,7 @@ DynamicFluid decides whether the trial should be wider or narrower, and Tune pau
 restores it from its checkpoint with the new placement group (so set `eps` to what a pause and
 restore costs, and keep `reuse_actors` off). A width below one is a `1/c` share of one device
 bundle, a width of `w` is `w` bundles of one device each.
+On a cluster of several nodes a gang that fits one node is kept on one (`width_resources`).
 On a host without GPUs the devices are a custom resource, `vgpu` by default: start Ray with
 `ray.init(resources={"vgpu": n})`; on a GPU cluster pass `resource="GPU"`.
 
@@ -35,11 +36,28 @@ from kairos.runtime.ports import free_port
 
 
 def width_resources(
-    width: Width, resource: str = "vgpu", cpus: float = 1.0
+    width: Width, resource: str = "vgpu", cpus: float = 1.0, node_devices: int | None = None
 ) -> PlacementGroupFactory:
+    """A trial of `width` as a placement group: one bundle (a `1/c` share, or one device), or a
+    gang of `w` one-device bundles. A gang that fits on one node (`w <= node_devices`; `None`:
+    assume it does) is `STRICT_PACK`: Ray's `PACK` is best-effort and splits the gang over
+    nodes that each have a device or two free rather than wait for one node to free `w`, and a
+    gang's all-reduce across nodes runs at network speed instead of the node's interconnect
+    (and `TrialGang` joins its ranks on the trial's own host). A gang wider than every node
+    must span nodes: `PACK`, the fewest it can."""
     if width < 1:
         return PlacementGroupFactory([{"CPU": cpus, resource: float(width)}])
-    return PlacementGroupFactory([{"CPU": cpus, resource: 1.0}] * int(width), strategy="PACK")
+    w = int(width)
+    fits = node_devices is None or w <= node_devices
+    strategy = "STRICT_PACK" if w >= 2 and fits else "PACK"
+    return PlacementGroupFactory([{"CPU": cpus, resource: 1.0}] * w, strategy=strategy)
+
+
+def largest_node(nodes: list[dict[str, Any]], resource: str) -> int:
+    """The most `resource` devices one live node of `ray.nodes()` has: the widest gang that
+    can stay on one node."""
+    alive = [n for n in nodes if n.get("Alive")]
+    return max((int(n.get("Resources", {}).get(resource, 0)) for n in alive), default=0)
 
 
 def fluid_width(resources: PlacementGroupFactory, resource: str = "vgpu") -> Fraction:
@@ -84,6 +102,7 @@ class FluidScheduler(ResourceChangingScheduler):
         self.t1: dict[str, float] = {}
         self.done: dict[str, int] = {}
         self.decisions: list[dict[str, Any]] = []  # every width Fluid set, in order
+        self.node_devices: int | None = None  # the largest node's, read at the first trial
         self._checked = False
 
     def check_cluster(self, resources: Mapping[str, float]) -> None:
@@ -118,13 +137,14 @@ class FluidScheduler(ResourceChangingScheduler):
                 "why": why,
             }
         )
-        return width_resources(width, self.resource, self.cpus)
+        return width_resources(width, self.resource, self.cpus, self.node_devices)
 
     def on_trial_add(self, tune_controller: Any, trial: Any, **kwargs: Any) -> None:
         if not self._checked:
             import ray
 
             self.check_cluster(ray.cluster_resources())
+            self.node_devices = largest_node(ray.nodes(), self.resource)
             self._checked = True
         super().on_trial_add(tune_controller, trial, **kwargs)
         # StaticFluid before anything is measured: equal work over the live trials it expects
