@@ -46,7 +46,7 @@ typecheck: $(VENV)/.dev
 TEST_WORKERS ?= 1
 test: lint typecheck vllm-test
 ifeq ($(TEST_WORKERS),1)
-	$(BIN)/python -m pytest -q --durations=25 tests
+	$(BIN)/python -m pytest -q --durations=60 tests
 else
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=25 tests; a=$$?; \
 	$(BIN)/python -m pytest -q -m serial --durations=10 tests; b=$$?; \
