@@ -159,7 +159,9 @@ class QoETracker:
         if self.k and t < self.last_time:
             raise ValueError(f"token timestamps must not decrease: {t} < {self.last_time}")
         self.k += 1
-        self.lag = max(self.lag, t - self.ideal(self.k), 0.0)
+        # `ideal(k)` inlined: this runs once per token of every stream
+        ideal = self.arrival + self.ttft + (self.k - 1) / self.speed
+        self.lag = max(self.lag, t - ideal, 0.0)
         self.lag_sum += self.lag
         if self.k == 1:
             self.first_time = t

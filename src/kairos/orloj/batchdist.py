@@ -147,19 +147,43 @@ def _check_grid(factors: Factors) -> FloatArray:
     return edges
 
 
-def max_cum(factors: Factors) -> FloatArray:
+# (histogram, exponent, Gauss-Legendre points or 0 for the edges) -> that power of its CDF
+Powers = dict[tuple[int, int, int], FloatArray]
+
+
+def _edge_power(h: Histogram, n: int, memo: Powers | None) -> FloatArray:
+    """F^n at the grid edges; `memo` keeps it for the other rows of one `batch_dists`."""
+    if memo is None:
+        return h.cum**n
+    key = (id(h), n, 0)
+    if key not in memo:
+        memo[key] = h.cum**n
+    return memo[key]
+
+
+def _cell_power(h: Histogram, n: int, u: FloatArray, memo: Powers | None) -> FloatArray:
+    """F^n at the points `u` inside every cell (F is linear there)."""
+    if memo is None:
+        return (h.cum[:-1, None] + h.masses[:, None] * u[None, :]) ** n
+    key = (id(h), n, u.size)
+    if key not in memo:
+        memo[key] = (h.cum[:-1, None] + h.masses[:, None] * u[None, :]) ** n
+    return memo[key]
+
+
+def max_cum(factors: Factors, memo: Powers | None = None) -> FloatArray:
     """CDF of the max at the grid edges: Π_i F_i (exact there)."""
     _check_grid(factors)
     out = np.ones_like(factors[0][0].cum)
     for h, n in factors:
-        out = out * h.cum**n
+        out = out * _edge_power(h, n, memo)
     return out
 
 
-def max_histogram(factors: Factors) -> Histogram:
+def max_histogram(factors: Factors, memo: Powers | None = None) -> Histogram:
     """The max's histogram on the shared grid (masses exact; uniform inside a bin)."""
     edges = _check_grid(factors)
-    return Histogram(edges, np.diff(max_cum(factors)))
+    return Histogram(edges, np.diff(max_cum(factors, memo)))
 
 
 @lru_cache(maxsize=64)
@@ -172,15 +196,17 @@ def _gauss_legendre(n: int) -> tuple[FloatArray, FloatArray]:
     return u, w
 
 
-def expected_max(factors: Factors) -> float:
-    """E[max] = e_0 + ∫(1 − Π F_i), exact per cell by Gauss–Legendre (F_i linear in a cell)."""
+def expected_max(factors: Factors, memo: Powers | None = None) -> float:
+    """E[max] = e_0 + ∫(1 − Π F_i), exact per cell by Gauss–Legendre (F_i linear in a cell).
+
+    `memo` holds powers of the members' CDFs while the histograms it names are alive (one
+    `batch_dists`, where every app's row raises the mixture to the same powers)."""
     edges = _check_grid(factors)
     k = sum(n for _, n in factors)
     u, weights = _gauss_legendre(max(1, ceil((k + 1) / 2)))
     prod = np.ones((edges.size - 1, u.size))
     for h, n in factors:
-        f = h.cum[:-1, None] + h.masses[:, None] * u[None, :]
-        prod *= f**n
+        prod *= _cell_power(h, n, u, memo)
     widths = np.diff(edges)
     return float(edges[0] + np.sum(0.5 * widths * ((1.0 - prod) @ weights)))
 
@@ -226,7 +252,7 @@ class BatchDist:
             return self.mean
         if kind == "min":
             return self.hist.min_support
-        return float(self.hist.quantile(q))
+        return self.hist.quantile_at(q)
 
 
 def parse_estimator(estimator: str) -> tuple[str, float]:
@@ -270,12 +296,13 @@ def batch_dists(
     apps = sorted(hists)
     mix = Histogram.mixture([hists[a] for a in apps], [weights.get(a, 0.0) for a in apps])
     out: dict[str, list[BatchDist]] = {}
+    memo: Powers = {}  # the histograms it is keyed by live until this returns
     for key in [*apps, MIXTURE_KEY]:
         row = []
         for k in sizes:
             factors = batch_factors(key, k, hists, mix, mode)
             a, s = model.shift(k), model.scale(k)
-            hist = max_histogram(factors).affine(a, s)
-            row.append(BatchDist(k, hist, a + s * expected_max(factors)))
+            hist = max_histogram(factors, memo).affine(a, s)
+            row.append(BatchDist(k, hist, a + s * expected_max(factors, memo)))
         out[key] = row
     return out

@@ -37,6 +37,14 @@ def _frozen(a: ArrayLike) -> FloatArray:
     return out
 
 
+def _readonly(a: ArrayLike) -> FloatArray:
+    """`a` itself if it already is a read-only float array (nobody can change it), else a
+    read-only copy."""
+    if isinstance(a, np.ndarray) and a.dtype == np.float64 and not a.flags.writeable:
+        return a
+    return _frozen(a)
+
+
 @dataclass(frozen=True, eq=False)
 class Histogram:
     """A distribution on `edges` (n+1, increasing) with bin `masses` (n, summing to 1).
@@ -50,18 +58,22 @@ class Histogram:
     count: float = 0.0
 
     def __post_init__(self) -> None:
-        edges, masses = _frozen(self.edges), np.array(self.masses, dtype=np.float64)
+        # the store builds a few hundred of these per rebuild: shared read-only edges are kept
+        # as they are, and the checks are one pass each
+        edges, masses = _readonly(self.edges), np.asarray(self.masses, dtype=np.float64)
         if edges.ndim != 1 or masses.ndim != 1 or edges.size != masses.size + 1:
             raise ValueError(f"need n+1 edges for n masses, got {edges.size} and {masses.size}")
-        if not np.all(np.diff(edges) > 0):
+        if not bool((edges[1:] > edges[:-1]).all()):
             raise ValueError("histogram edges must be strictly increasing")
-        if np.any(masses < 0) or not np.all(np.isfinite(masses)):
+        if masses.size and not (masses.min() >= 0 and np.isfinite(masses).all()):
             raise ValueError("histogram masses must be finite and non-negative")
         total = masses.sum()
         if not total > 0:
             raise ValueError("histogram has no mass (no samples?)")
+        normalized = masses / total
+        normalized.flags.writeable = False
         object.__setattr__(self, "edges", edges)
-        object.__setattr__(self, "masses", _frozen(masses / total))
+        object.__setattr__(self, "masses", normalized)
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -127,10 +139,14 @@ class Histogram:
         """The distribution of shift + scale·X: edges map, masses stay (spec 3.3, Eq 4.9)."""
         if not scale > 0:
             raise ValueError(f"scale must be positive, got {scale}")
-        return Histogram(shift + scale * self.edges, self.masses, self.count)
+        edges = shift + scale * self.edges
+        edges.flags.writeable = False  # fresh and never written: the histogram keeps it
+        return Histogram(edges, self.masses, self.count)
 
     # -- queries --------------------------------------------------------------------------
     def same_grid(self, edges: FloatArray) -> bool:
+        if edges is self.edges:  # histograms of one model share one edges array
+            return True
         return edges.shape == self.edges.shape and bool(np.array_equal(edges, self.edges))
 
     @property
@@ -178,6 +194,21 @@ class Histogram:
         frac = np.clip(frac, 0.0, 1.0)
         out = (1.0 - frac) * self.edges[idx] + frac * self.edges[idx + 1]  # exact at edges
         return np.where(qs <= 0.0, low, np.where(qs >= 1.0, self.max_support, out))
+
+    def quantile_at(self, q: float) -> float:
+        """`quantile` of one q in plain floats (the same arithmetic, a fraction of the cost:
+        the store takes one per batch distribution on every rebuild)."""
+        qs = min(max(float(q), 0.0), 1.0)
+        if qs <= 0.0:
+            return self.min_support
+        if qs >= 1.0:
+            return self.max_support
+        cum = self.cum
+        idx = min(max(int(np.searchsorted(cum, qs, side="left")) - 1, 0), self.n_bins - 1)
+        mass = float(self.masses[idx])
+        frac = (qs - float(cum[idx])) / mass if mass > 0 else 0.0
+        frac = min(max(frac, 0.0), 1.0)
+        return (1.0 - frac) * float(self.edges[idx]) + frac * float(self.edges[idx + 1])
 
     def mean(self) -> float:
         mids = 0.5 * (self.edges[:-1] + self.edges[1:])

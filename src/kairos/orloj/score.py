@@ -76,7 +76,7 @@ class ScoreTable:
         change = lower[src].tolist()
         nxt = np.maximum(src - 1, 0).tolist()
         return cls(
-            edges=[float(v) for v in e],
+            edges=e.tolist(),
             b=b,
             mean=mean,
             ref=ref,

@@ -112,6 +112,7 @@ class LatencyWindows:
 
     def histograms(self) -> dict[str, Histogram]:
         edges = self.edges()
+        edges.flags.writeable = False  # one shared grid: later same-grid checks are identity
         out = {}
         for app in self.apps:
             vals = self.samples(app)
