@@ -125,7 +125,8 @@ def compress_rows(
         u = u[None, :]
     if u.ndim != 2 or u.shape[0] == 0:
         raise ValueError("updates must be a non-empty (n_clients, n_params) array")
-    return np.stack([compress(row, grad_fraction, dtype) for row in u]).astype(np.float64)
+    n = kept_length(u.shape[1], grad_fraction)  # `compress` of every row, as one slice
+    return u[:, u.shape[1] - n :].astype(dtype).astype(np.float64)
 
 
 def frame_of(comp: np.ndarray, norm: FeatureNorm = "unit") -> FeatureFrame:

@@ -29,9 +29,10 @@ def exploration_rate(round: int, epsilon0: float, decay: float) -> float:
 
 def greedy(record: AffinityRecord, leaves: Sequence[str], rng: np.random.Generator) -> str:
     """Leaf of highest reward (missing entries count 0), ties uniform."""
-    values = np.array([record[c].reward if c in record else 0.0 for c in leaves])
-    best = np.flatnonzero(values >= values.max() - 1e-12)
-    return leaves[int(best[0] if best.size == 1 else rng.choice(best))]
+    values = [record[c].reward if c in record else 0.0 for c in leaves]
+    top = max(values) - 1e-12  # plain floats: a check-in per client per round runs this
+    best = [i for i, v in enumerate(values) if v >= top]
+    return leaves[best[0] if len(best) == 1 else int(rng.choice(np.array(best)))]
 
 
 def select_cohort(
