@@ -101,7 +101,12 @@ def trend_rows(out_dir: Path, quick: bool) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     keep = ("final_mean", "d_final_mean", "d_final_mean_ci95", "speedup", "speedup_lo")
     for r in e1.e1(e1.E1Config(seeds=seeds, point=point), ctx)["rows"]:
-        extra = ("final_p10", "base_final_p10", "base_final_p90", "base_final_variance")
+        extra: tuple[str, ...] = (
+            "final_p10",
+            "base_final_p10",
+            "base_final_p90",
+            "base_final_variance",
+        )
         extra += ("final_variance", "variance_change", "leaves", "ari")
         rows.append({"case": f"E1 {r['algorithm']}", **{k: r[k] for k in keep + extra}})
     for r in e2.e2(e2.E2Config(seeds=seeds, point=point), ctx)["rows"]:

@@ -46,8 +46,9 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -67,7 +68,7 @@ from kairos.andes.engine.config import EngineConfig
 from kairos.andes.engine.cpu import build_engine
 from kairos.andes.engine.cpu.row_split import linear_add, project
 from kairos.andes.engine.engine import LLMEngine
-from kairos.andes.engine.model import LlamaForCausalLM
+from kairos.andes.engine.model import DecoderLayer, LlamaForCausalLM
 from kairos.andes.engine.weights import random_model
 from kairos.andes.latency import LinearProfile
 from kairos.report import print_table, write_result
@@ -103,6 +104,7 @@ def dense_greedy(
         for _ in range(cfg.num_hidden_layers)
     ]
     out = torch.empty(b, steps, dtype=torch.long)
+    layers = cast(list[DecoderLayer], list(model.model.layers))  # a ModuleList types as Module
     start = 0
     with torch.inference_mode():
         for step in range(steps):
@@ -115,7 +117,7 @@ def dense_greedy(
             mask = visible[:, None]  # [B, 1, n, start + n]
             pos = (q_pos[None, :] - pad[:, None]).clamp(min=0).reshape(-1)
             x = model.model.embed_tokens(ids).reshape(b * n, -1)
-            for layer, kv in zip(model.model.layers, caches, strict=True):
+            for layer, kv in zip(layers, caches, strict=True):
                 att = layer.self_attn
                 h = layer.input_layernorm(x)
                 q = model.rope(project(att.q_proj, h).view(b * n, att.heads, att.head_dim), pos)
@@ -200,13 +202,13 @@ def against_transformers(quick: bool) -> list[dict[str, Any]]:
         threads = torch.get_num_threads()
         for label, (prompts, outs) in (("mixed", mixed), ("single", single)):
             runners: dict[str, Callable[[], Run]] = {
-                "ours": lambda p=prompts, o=outs: run_ours(model, p, o)
+                "ours": partial(run_ours, model, prompts, outs)
             }
             if len(prompts) > 1:  # one request never fills two lanes: nothing to compare
-                runners[LANES] = lambda p=prompts, o=outs: run_ours(model, p, o, lanes=threads)
-            runners[UNSPLIT] = lambda p=prompts, o=outs: run_ours(model, p, o, split_products="off")
-            runners["transformers static"] = lambda p=prompts, o=outs: run_static(hf, p, o)
-            runners["transformers continuous"] = lambda p=prompts, o=outs: run_continuous(hf, p, o)
+                runners[LANES] = partial(run_ours, model, prompts, outs, lanes=threads)
+            runners[UNSPLIT] = partial(run_ours, model, prompts, outs, split_products="off")
+            runners["transformers static"] = partial(run_static, hf, prompts, outs)
+            runners["transformers continuous"] = partial(run_continuous, hf, prompts, outs)
             rows += _anchor_rounds(label, runners, sum(outs), rounds, ONE_THREAD)
     return rows
 

@@ -125,7 +125,7 @@ def fit_log2(ns: list[int], ys: list[float]) -> dict[str, float]:
     return {"a_us": float(a), "c_us": float(c), "r2": r2}
 
 
-def decision_times(n: int, kind: str, iterations: int, seed: int = 1) -> dict[str, float]:
+def decision_times(n: int, kind: str, iterations: int, seed: int = 1) -> dict[str, float | str]:
     rng = np.random.default_rng(seed)
     pol = OrlojPolicy(OrlojConfig(index=kind), profile=profile())
     apps = sorted(profile())

@@ -13,9 +13,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 import httpx
 
+from kairos.andes.latency import LinearProfile
 from kairos.runtime.ports import free_port
 from tests.andes.e2e.conftest import engine
 
@@ -89,7 +91,7 @@ def test_venn_killed_with_9_restarts_with_every_job_and_a_second_server_is_refus
 def andes_args(tmp_path: Path) -> list[str]:
     profile = tmp_path / "profile.json"
     eng = engine()
-    eng.latency.save(profile)  # type: ignore[union-attr]
+    cast(LinearProfile, eng.latency).save(profile)  # engine() builds it from a LinearProfile
     return [
         "serve",
         "--model",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from kairos.andes.capacity import sustainable_rate
+from kairos.andes.experiments.trace_replay import TraceConfig
 from kairos.andes.experiments.workload import SimPoint, run_point
 from kairos.andes.latency import PROFILES
 from kairos.andes.metrics import tail_metrics
@@ -222,8 +224,11 @@ def test_e4_on_a_long_prompt_trace_at_its_own_operating_point(tmp_path: Path) ->
     search, Andes above it, nobody collapsed (no request left without QoE at 0.95)."""
     exp = get_experiment("andes", "e4")
     trace = write_long_prompt_trace(tmp_path / "long.csv")
-    cfg = exp.config(quick=True).model_validate(
-        exp.config(quick=True).model_dump() | {"trace": str(trace), "span_s": 300.0}
+    cfg = cast(  # E4's config (the registry types every experiment's as BaseModel)
+        TraceConfig,
+        exp.config(quick=True).model_validate(
+            exp.config(quick=True).model_dump() | {"trace": str(trace), "span_s": 300.0}
+        ),
     )
     ctx = ExperimentContext(out_dir=tmp_path / "andes" / "e4", jobs=1, progress=False)
     rows = {r["policy"]: r for r in exp.run(cfg, ctx)}

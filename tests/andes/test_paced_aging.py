@@ -10,7 +10,7 @@ from kairos.andes.policies.andes import AndesConfig, AndesPolicy
 from kairos.andes.policies.overtaking import OvertakeCount
 from kairos.andes.policies.pacer import PacingConfig
 from kairos.andes.policies.pacing import pace_admissions, paced_order, with_aged
-from kairos.andes.request import Request, Status
+from kairos.andes.request import Request, RequestView, Status
 from tests.andes.test_pacing import view
 
 
@@ -57,7 +57,7 @@ def test_overdue_prompts_share_the_iteration_of_the_first_that_fits() -> None:
     v = replace(view([user], 1.2), now=21.2)  # prompts from t = 0 have waited 21 s
     a, b = prompt(1, 500, 0.0), prompt(2, 2000, 0.5)  # alone 0.51 s; together 2.51 s
     fresh = prompt(3, 100, 21.0)
-    queue = [a, b, fresh]
+    queue: list[RequestView] = [a, b, fresh]
     assert pace_admissions(v, queue, 1.0, starve_after_s=10.0) == [a]
     together = pace_admissions(v, queue, 1.0, starve_after_s=10.0, aged_together=True)
     assert together == [a, b]  # b joins a; the fresh one still waits for the buffers

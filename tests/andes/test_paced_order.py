@@ -37,7 +37,7 @@ def test_shortest_first_but_an_overdue_prompt_goes_first() -> None:
     assert paced_order(queue, 4.0, "shortest", 2.0) == [swapped, long_old, short_new, mid]
     assert paced_order(queue, 4.0, "shortest", 4.0)[1] is short_new
     with pytest.raises(ValueError):
-        PacingConfig(order="hrrn")  # type: ignore[arg-type]  # removed: mean TTFT 1.14x
+        PacingConfig(order="hrrn")  # removed: mean TTFT 1.14x
 
 
 def test_between_solves_pacing_admits_instead_of_holding() -> None:

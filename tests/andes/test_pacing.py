@@ -12,7 +12,7 @@ from kairos.andes.policies.andes import AndesConfig
 from kairos.andes.policies.pacer import PacingConfig
 from kairos.andes.policies.pacing import buffered_slack, pace_admissions
 from kairos.andes.policy import SchedulerView
-from kairos.andes.request import Request, Status
+from kairos.andes.request import Request, RequestView, Status
 
 PROFILE = LinearProfile(
     name="t",
@@ -76,7 +76,7 @@ def test_admissions_stop_before_the_prefill_the_buffers_cannot_absorb() -> None:
     user = streaming([0.5 + 0.01 * j for j in range(8)])  # slack 1.8 s at t = 1.2
     swapped = req(50)
     swapped.status = Status.SWAPPED  # a swap-in, not a prefill: not counted
-    queue = [req(1), req(2), swapped, req(3), req(4)]
+    queue: list[RequestView] = [req(1), req(2), swapped, req(3), req(4)]
     # prompts of 500 tokens: 1, 2, 3, 4 together take 0.51, 1.01, 1.51, 2.01 s
     assert pace_admissions(view([user], 1.2), queue, 1.0) == queue[:4]
     assert pace_admissions(view([user], 1.2), queue, 1.5) == queue[:3]

@@ -98,7 +98,9 @@ def test_a_prompts_chunks_add_up_to_the_whole_prompts_attention(
     cached = np.asarray(bounds[:-1])
     assert float(attention_pairs(sizes, cached).sum()) == pytest.approx(float(prompt) ** 2)
     prof = fitted()
-    chunked = sum(float(prof.prefill_time(n, k)) for n, k in zip(sizes, cached, strict=True))
+    chunked = sum(
+        float(prof.prefill_time(int(n), int(k))) for n, k in zip(sizes, cached, strict=True)
+    )
     assert chunked == pytest.approx(float(prof.prefill_time(prompt)) + P0 * (len(sizes) - 1))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -465,7 +466,7 @@ class SpyPolicy:
 def numbers_in(obj: object) -> list[float]:
     """Every number stored on a view, its requests, and their QoE trackers."""
     found: list[float] = []
-    values = vars(obj).values() if not dataclasses.is_dataclass(obj) else None
+    values: Iterable[Any] | None = vars(obj).values() if not dataclasses.is_dataclass(obj) else None
     if values is None:
         values = [getattr(obj, f.name) for f in dataclasses.fields(obj)]  # type: ignore[arg-type]
     for v in values:

@@ -32,7 +32,7 @@ def test_random_operations_give_identical_answers() -> None:
         if op < 0.33 or not points:
             # a mix of generic points and the scheduler's shapes: β = 0 rows, shared β, origin
             kind = rng.integers(4)
-            alpha = float(rng.normal()) * (10.0 ** rng.integers(-3, 3))
+            alpha: float = float(rng.normal()) * (10.0 ** rng.integers(-3, 3))
             beta = [float(rng.normal()), 0.0, 0.5, 0.0][kind]
             if kind == 3:
                 alpha = 0.0

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kairos.orloj.batchdist import BatchLatencyModel
-from kairos.orloj.policy import Batch, Outcome, ProfileSnapshot, Request
+from kairos.orloj.policy import Batch, BatchPolicy, Outcome, ProfileSnapshot, Request
 from kairos.orloj.recording import Recording, record
 from kairos.orloj.simulator import PolicyError, SimConfig, SimResult, simulate
 from kairos.orloj.systems import make_system, native_sizes
@@ -73,7 +73,7 @@ def run(
     offline = get_workload(str(rec.meta["workload"])).offline_profile(
         1000, np.random.default_rng(1)
     )
-    return simulate(policy, rec.requests(mult * p99), SimConfig(**cfg), offline)  # type: ignore[arg-type]
+    return simulate(policy, rec.requests(mult * p99), SimConfig(**cfg), offline)
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
@@ -112,32 +112,32 @@ def test_same_seed_same_run_and_noise_seed_changes_it() -> None:
 class Spy:
     """Wraps a policy and records what it was told."""
 
-    inner: object
+    inner: BatchPolicy
     snapshots: list[tuple[float, ProfileSnapshot]] = field(default_factory=list)
     now: float = 0.0
     name: str = "spy"
 
     def on_arrival(self, request: Request, now: float) -> list[Request]:
         self.now = now
-        return self.inner.on_arrival(request, now)  # type: ignore[attr-defined, no-any-return]
+        return self.inner.on_arrival(request, now)
 
     def next_batch(self, now: float) -> tuple[Batch | None, list[Request]]:
         self.now = now
-        return self.inner.next_batch(now)  # type: ignore[attr-defined, no-any-return]
+        return self.inner.next_batch(now)
 
     def on_batch_done(self, batch: Batch, now: float, measured_ms: float) -> None:
         self.now = now
-        self.inner.on_batch_done(batch, now, measured_ms)  # type: ignore[attr-defined]
+        self.inner.on_batch_done(batch, now, measured_ms)
 
     def next_wakeup(self, now: float) -> float | None:
-        return self.inner.next_wakeup(now)  # type: ignore[attr-defined, no-any-return]
+        return self.inner.next_wakeup(now)
 
     def on_profile(self, snapshot: ProfileSnapshot) -> None:
         self.snapshots.append((self.now, snapshot))
-        self.inner.on_profile(snapshot)  # type: ignore[attr-defined]
+        self.inner.on_profile(snapshot)
 
     def pending(self) -> int:
-        return self.inner.pending()  # type: ignore[attr-defined, no-any-return]
+        return self.inner.pending()
 
 
 def test_profiler_warm_starts_then_delivers_sampled_solo_latencies_after_they_ran() -> None:
@@ -146,7 +146,7 @@ def test_profiler_warm_starts_then_delivers_sampled_solo_latencies_after_they_ra
     spy = Spy(make_system("clipper", model=MODEL, slo_ms=slo))
     offline = {"mode0": [1.0] * 1000, "mode1": [2.0] * 1000}
     reqs = rec.requests(slo)
-    simulate(spy, reqs, SimConfig(profile_sample_rate=0.5), offline)  # type: ignore[arg-type]
+    simulate(spy, reqs, SimConfig(profile_sample_rate=0.5), offline)
     _, first = spy.snapshots[0]
     assert dict(first.samples) == offline
     solo = {r.request_id: r for r in reqs}

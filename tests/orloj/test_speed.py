@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -75,7 +76,7 @@ def test_a_scaled_model_scales_every_batch_time(factor: float, k: int, solo: flo
         affine.scaled(0.0)
 
 
-def _orloj(window: int, **options: float) -> OrlojPolicy:
+def _orloj(window: int, **options: Any) -> OrlojPolicy:
     rng = np.random.default_rng(0)
     profile = {a: rng.uniform(lo, hi, 300).tolist() for a, (lo, hi) in APPS.items()}
     return OrlojPolicy(  # the expected drop estimates below are E[L_B]: the mean estimator

@@ -3,6 +3,7 @@ that ends with it, and a job in a fresh interpreter."""
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 
@@ -20,9 +21,11 @@ from kairos.runtime.torch_threads import (
 def test_a_torch_thread_runs_every_call_in_order_on_one_other_thread() -> None:
     thread = TorchThread("test-torch")
     seen: list[tuple[int, int]] = []
-    futures = [
-        thread.submit(lambda i=i: seen.append((i, threading.get_ident()))) for i in range(20)
-    ]
+
+    def record(i: int) -> None:
+        seen.append((i, threading.get_ident()))
+
+    futures = [thread.submit(functools.partial(record, i)) for i in range(20)]
     for f in futures:
         f.result(timeout=10)
     assert [i for i, _ in seen] == list(range(20))
@@ -84,8 +87,9 @@ def test_a_job_on_a_fresh_thread_returns_raises_and_restores_the_count() -> None
     assert on_fresh_thread(job, threads=1) == 1
     assert where[0] is not threading.current_thread() and not where[0].is_alive()
     assert torch.get_num_threads() == default
+    empty: dict[str, int] = {}
     with pytest.raises(KeyError, match="missing"):
-        on_fresh_thread(lambda: {}["missing"])
+        on_fresh_thread(lambda: empty["missing"])
 
 
 def test_a_job_in_a_fresh_process_runs_in_another_interpreter() -> None:

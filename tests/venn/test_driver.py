@@ -46,7 +46,7 @@ def test_a_short_round_succeeds_at_its_deadline_when_the_verdict_passes() -> Non
     loop, driver, heard, log = _driver()
     a = driver.checkin(1.0, "d1", 1, 1.0)
     b = driver.checkin(2.0, "d2", 1, 1.0)
-    assert a is b is not None and a.dispatched == 2
+    assert a is not None and a is b and a.dispatched == 2
     assert driver.respond(3.0, "j", 0, a, 1.0, 2.0, "d1")  # 1 of 2 needed: stays open
     loop.run(until=20.0)
     # 2 of 4 dispatched (>= 0.5 * 4) and 1 of those 2 answered (>= 0.5 * 2): a success

@@ -29,7 +29,7 @@ def good_request(url: str) -> None:
 def test_bad_requests_get_clear_errors(live: tuple[BackgroundServer, LLMEngine]) -> None:
     server, eng = live
     url = server.url
-    cases = [
+    cases: list[tuple[str | bytes, int, str]] = [
         (b'{"model": "kairos-tiny-llama-random", "prompt": ', 400, "JSON"),
         (json.dumps({"model": MODEL, "prompt": "x", "max_tokens": "many"}), 400, "max_tokens"),
         (json.dumps({"model": MODEL, "prompt": "x", "temperature": -1}), 400, "temperature"),

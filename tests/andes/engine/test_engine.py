@@ -76,9 +76,10 @@ def test_eos_ends_a_request_unless_ignored() -> None:
     greedy = SamplingParams(max_tokens=10, temperature=0, ignore_eos=True)
     first = run_one(make_engine(), "ref", [256, 5], greedy)[0].token_id
     assert first is not None
+    eos: int = first  # a class body does not see the narrowing above
 
     class EosIsFirst(ByteTokenizer):
-        eos_token_id = first  # the token greedy decoding picks first
+        eos_token_id = eos  # the token greedy decoding picks first
 
     e = make_engine()
     e.tokenizer = EosIsFirst()

@@ -61,7 +61,8 @@ def test_unsupported_rope_types_are_refused_by_name(
     tmp_path: Path, rope_type: str, dialect: str
 ) -> None:
     params = {"rope_type": rope_type, "factor": 2.0}
-    path = write_config(tmp_path, **{"rope_parameters": None, dialect: params})
+    changes: dict[str, Any] = {"rope_parameters": None, dialect: params}
+    path = write_config(tmp_path, **changes)
     message = refused(path, f"{dialect}.rope_type '{rope_type}' is not supported")
     if rope_type == "mrope":
         assert "supported: default, linear, llama3, yarn" in message

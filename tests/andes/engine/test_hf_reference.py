@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 import torch
@@ -16,7 +17,15 @@ from kairos.andes.engine.weights import load_checkpoint
 
 from .hf_reference import ARCHS, ROPES, VOCAB, as_transformers4, hf_checkpoint, reference_logits
 
-TOL = {"atol": 1e-4, "rtol": 1e-4}  # float32: observed differences are about 1e-6
+
+class Tolerance(TypedDict):
+    """`assert_close`'s tolerances, typed so `**TOL` checks against its keywords."""
+
+    atol: float
+    rtol: float
+
+
+TOL: Tolerance = {"atol": 1e-4, "rtol": 1e-4}  # float32: observed differences are about 1e-6
 SEQ = 32  # positions 0..31: past llama3's and yarn's original lengths
 
 

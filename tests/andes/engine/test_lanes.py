@@ -69,8 +69,8 @@ def test_switching_between_lanes_and_one_pass_changes_no_token() -> None:
     reference = drive(make_engine(decode_lanes=0), ps, params, QOE)
     engine = make_engine(decode_lanes=2, max_model_len=224)
     choice = PathChoice(period=3, probe=2, first_after=1)
-    choice.record = lambda lanes, seconds, rows: PathChoice.record(  # type: ignore[method-assign]
-        choice, lanes, 1.0 if lanes == choice.on_candidate else 0.5, rows
+    choice.record = lambda candidate, seconds, rows: PathChoice.record(  # type: ignore[method-assign]
+        choice, candidate, 1.0 if candidate == choice.on_candidate else 0.5, rows
     )  # the path not in use always measures faster: it switches after every probe
     hook_of(engine).lane_choice = choice
     assert drive(engine, ps, params, QOE) == reference

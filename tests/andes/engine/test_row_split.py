@@ -149,8 +149,8 @@ def test_the_engine_splits_by_its_setting_and_no_token_changes(
     assert tokens == reference
     assert on.split_iterations > 50 and n_on >= on.split_iterations
     choice = PathChoice(period=3, probe=2, first_after=1)
-    choice.record = lambda split, seconds, rows: PathChoice.record(  # type: ignore[method-assign]
-        choice, split, 1.0 if split == choice.on_candidate else 0.5, rows
+    choice.record = lambda candidate, seconds, rows: PathChoice.record(  # type: ignore[method-assign]
+        choice, candidate, 1.0 if candidate == choice.on_candidate else 0.5, rows
     )  # the path not in use always measures faster: it switches after every probe
     tokens, measured, n_measured = run("measured", choice)
     assert tokens == reference

@@ -69,7 +69,8 @@ def stream(client: Any, prompt: str, xargs: dict[str, Any]) -> tuple[str, list[i
         stream=True,
         extra_body={"vllm_xargs": xargs, "return_token_ids": True, "ignore_eos": True},
     )
-    text, ids, reason = "", [], ""
+    ids: list[int] = []
+    text, reason = "", ""
     for chunk in chunks:
         choice = chunk.choices[0]
         text += choice.text
@@ -89,7 +90,7 @@ def andes(checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     tmp = tmp_path_factory.mktemp("andes")
     (tmp / "profile.json").write_text(json.dumps(PROFILE))
     config = {"andes": {"profile": str(tmp / "profile.json"), "options": {"horizon_s": 1.0}}}
-    extra = ("--scheduler-cls", ANDES, "--logits-processors", VALIDATOR)
+    extra: tuple[str, ...] = ("--scheduler-cls", ANDES, "--logits-processors", VALIDATOR)
     extra += ("--additional-config", json.dumps(config))
     with vllm_server(checkpoint, tmp / "serve.log", *extra) as url:
         yield url

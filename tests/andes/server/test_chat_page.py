@@ -167,7 +167,7 @@ ERRORS_JS = """async (bodies) => {
   return out;
 }"""
 
-messages = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=600)
+messages = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=600)
 
 
 @settings(max_examples=20, deadline=None)

@@ -95,7 +95,9 @@ def test_client_without_test_data_has_nan_accuracy() -> None:
     assert not np.isnan(scores.accuracy[0]) and np.isnan(scores.accuracy[1])
 
 
-def _one_by_one(model: Model, w0: np.ndarray, data: ClientData, cfg: LocalConfig, rng) -> tuple:
+def _one_by_one(
+    model: Model, w0: np.ndarray, data: ClientData, cfg: LocalConfig, rng: np.random.Generator
+) -> tuple[np.ndarray, float, float]:
     """The textbook loop local training must reproduce bit for bit: one client, one minibatch
     at a time, with `Model.loss_grad` (not the stacked path)."""
     n = data.n_train

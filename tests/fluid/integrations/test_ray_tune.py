@@ -57,6 +57,7 @@ def test_asha_runs_with_fluid_widths_as_placement_groups(local_ray: None, tmp_pa
     assert any(d["why"] == "dynamic" for d in fluid.decisions), fluid.decisions
     final = {d["trial"]: d for d in fluid.decisions}  # each trial's last decision
     for result in results:  # a trial that reported after its last resize ran at that width
+        assert result.metrics is not None  # checked for every result above
         trial_id = result.metrics["trial_id"]
         d = final[trial_id]
         if last_epoch[trial_id] > d["iteration"] + 1:
@@ -78,7 +79,7 @@ def test_a_trial_of_two_bundles_trains_as_a_gloo_gang_equal_to_one_process(
 
     config = {"x0": 0.5, "x1": 0.4}
     tuner = tune.Tuner(
-        tune.with_resources(train_digits, width_resources(2)),
+        tune.with_resources(train_digits, width_resources(Fraction(2))),
         param_space=config,
         tune_config=tune.TuneConfig(metric="accuracy", mode="max"),
         run_config=tune.RunConfig(

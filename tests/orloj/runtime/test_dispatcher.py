@@ -48,6 +48,7 @@ async def _serve(
 ) -> list[Completion]:
     await d.start()
     try:
+        assert d.model is not None
         futs = []
         for i in range(n):
             app = apps[i % len(apps)]

@@ -165,8 +165,8 @@ def _summary(report: Any, stats: dict[str, Any], n: int) -> dict[str, Any]:
 def test_orloj_finishes_no_fewer_than_clockwork_within_a_margin_at_two_loads(stack: Stack) -> None:
     model, _, cal = stack
     apps = model.default_apps()
-    pooled = np.concatenate([np.asarray(v) for v in cal.app_profile(apps, 4000).values()])
-    slo = SLO_MULT * float(np.percentile(pooled, 99))
+    solo_ms = np.concatenate([np.asarray(v) for v in cal.app_profile(apps, 4000).values()])
+    slo = SLO_MULT * float(np.percentile(solo_ms, 99))
     capacity = cal.capacity_per_s(apps, 16)
     offline = cal.app_profile(apps, WARM_START, seed=0)
     served = {name: Served(stack, name, slo, offline, cal.predict(model)) for name in POLICIES}
@@ -196,7 +196,7 @@ def test_orloj_finishes_no_fewer_than_clockwork_within_a_margin_at_two_loads(sta
                 f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()
             )
         )
-    pooled = []
+    pooled: list[float] = []
     for rho in LOADS:
         fr = {r["policy"]: r["finish_rate"] for r in rows if r["load"] == rho}
         # a load where both finish everything (or nothing) ties the policies trivially: one

@@ -36,7 +36,12 @@ def test_jobs_are_built_on_the_gpu_and_switches_move_no_bytes() -> None:
     before = {j: s.state_pointers() for j, s in sessions.items()}
     runs: list[IterationRun] = []
     done = threading.Event()
-    lanes = LaneThreads(sessions, lambda r: (runs.append(r), done.set()))
+
+    def deliver(r: IterationRun) -> None:
+        runs.append(r)
+        done.set()
+
+    lanes = LaneThreads(sessions, deliver)
 
     def iterate(k: int) -> None:
         done.clear()

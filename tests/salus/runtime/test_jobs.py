@@ -4,6 +4,7 @@ profiler, one iteration's checks, and the suspend/resume baseline (CPU, real PyT
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 import torch
@@ -112,7 +113,12 @@ def test_profiler_refuses_a_job_that_leaks_while_profiled() -> None:
     parts = zoo.vae("train")
     kept: list[torch.Tensor] = []
     step = parts.step
-    parts.step = lambda b: (step(b), kept.append(torch.ones(100)))
+
+    def leaky_step(batch: Any) -> None:
+        step(batch)
+        kept.append(torch.ones(100))
+
+    parts.step = leaky_step
     with pytest.raises(LeakDuringProfile, match=r"loss\.item"):
         profile(parts, StorageTracker(), warmup=1, measured=3)
 

@@ -26,7 +26,12 @@ def _sessions(n: int, **options: int) -> dict[int, Session]:
 def _alternate(mode: SwitchMode, sessions: dict[int, Session], rounds: int) -> list[IterationRun]:
     runs: list[IterationRun] = []
     done = threading.Event()
-    lanes = LaneThreads(sessions, lambda r: (runs.append(r), done.set()), switch=mode)
+
+    def deliver(r: IterationRun) -> None:
+        runs.append(r)
+        done.set()
+
+    lanes = LaneThreads(sessions, deliver, switch=mode)
     try:
         for k in range(rounds):
             done.clear()
