@@ -61,7 +61,7 @@ E4_METRICS = ("avg_qoe", "share_qoe_095", "avg_ttft", "avg_tds", "ttft_max", "qo
 
 
 def _e4(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each policy at E4's operating point (load x1.0), the claims of issue 17 as 0/1."""
+    """Each policy at E4's operating point (load x1.0), the QoE and TTFT claims as 0/1."""
     at = {r["policy"]: r for r in rows if r["load_x"] == 1.0}
     out: dict[str, Any] = {f"{p}_{m}": r[m] for p, r in at.items() for m in E4_METRICS if m in r}
     if "fcfs" in at and "andes" in at:

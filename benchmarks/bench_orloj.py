@@ -1,4 +1,4 @@
-"""Orloj benchmarks: relaxed SLOs under Poisson arrivals (issue 19), the priority index
+"""Orloj benchmarks: relaxed SLOs under Poisson arrivals, the priority index
 (Fig 4.12) and one whole scheduling decision.
 
 0. Relaxed SLOs (`kairos.orloj.experiments.fairness`): three-modal and std-0.5/2 at 4x and
@@ -162,7 +162,7 @@ def decision_times(n: int, kind: str, iterations: int, seed: int = 1) -> dict[st
     }
 
 
-# Issue 19 must-show 2: relaxed SLOs under Poisson arrivals, 5 seeds each, in three batch-size
+# Relaxed SLOs under Poisson arrivals, 5 seeds each, in three batch-size
 # settings. "default": each system at its own sizes (Orloj any size 1-16 with the quantile:0.9
 # drop estimate; Clockwork its compiled S = {1, 2, 4, 8, 16}; Nexus plans its b in S and runs up
 # to b queued requests, Clipper any size up to 16), beside Orloj's old default (S, mean

@@ -1,4 +1,4 @@
-"""Salus on a GPU (issue 14, must-show 5): what only a CUDA machine can measure.
+"""Salus on a GPU: what only a CUDA machine can measure.
 
 With CUDA present: the runtime benchmark (`bench_salus_runtime`) on the GPU (per-iteration
 overhead through the service against a plain loop, E6's rows, the switch gap resident versus

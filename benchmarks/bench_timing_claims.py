@@ -6,7 +6,7 @@ row with the claim, what was measured and whether it held:
 
 - Venn (Figure 4.10): one IRS plan plus one dispatch stays in milliseconds for m <= 1k jobs
   and n <= 64 groups (the spec's bound: under 100 ms).
-- Orloj (issue 5 must-show): the served TinyDecoder's solo latencies sit in the ~10-100 ms
+- Orloj: the served TinyDecoder's solo latencies sit in the ~10-100 ms
   regime on one CPU core (4 new tokens above 3 ms, 48 new tokens under 400 ms).
 - Venn service: 1,000 emulated devices finish 10 two-round jobs over a real socket in under
   120 s (a compressed day of 20 s; the run is paced by the devices' check-in gaps).

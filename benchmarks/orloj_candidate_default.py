@@ -1,4 +1,4 @@
-"""Issue 19: what making "Orloj at every batch size 1-16 with the quantile:0.9 drop estimate"
+"""What making "Orloj at every batch size 1-16 with the quantile:0.9 drop estimate"
 the default changed in every finish-rate table the docs report (C.1, C.2, C.3, C.4-C.7).
 
 It is the default now; this script keeps the comparison with the OLD default, named
@@ -36,7 +36,7 @@ TABLES = {"C.1": "bimodal", "C.2": "modality", "C.3": "static", "C.4-C.7": "real
 BASELINES = ("clipper", "nexus", "clockwork")
 SPEC_SIZES = (1, 2, 4, 8, 16)
 CANDIDATE = "orloj"  # the default: every size 1-16, quantile:0.9
-OLD = "orloj-S-mean"  # the default before issue 19, named explicitly
+OLD = "orloj-S-mean"  # the previous default, named explicitly
 LABELS: dict[str, dict[str, Any]] = {
     **{b: {"system": b} for b in BASELINES},
     OLD: {"system": "orloj", "options": {"batch_sizes": SPEC_SIZES, "drop_estimator": "mean"}},

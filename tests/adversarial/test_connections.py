@@ -41,8 +41,8 @@ def status_of(sock: socket.socket) -> int:
 
 
 def test_stalled_bodies_do_not_turn_real_requests_away_and_time_out(target: Target) -> None:
-    """Issue 13, defect 3: connections that sent headers and part of a body used to count
-    against the queue, so real requests got 429 for as long as they stayed open."""
+    """Connections that sent headers and part of a body used to count against the queue, so
+    real requests got 429 for as long as they stayed open."""
     endpoint = target.endpoints[0]
     body = json.dumps(endpoint.valid()).encode()
     with ExitStack() as stack:

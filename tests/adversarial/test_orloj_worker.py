@@ -1,7 +1,7 @@
-"""Orloj's worker process killed with -9 mid-load (issue 19, must-show 4): the server logs the
-death, answers the requests the worker held with 503 + Retry-After (not 500), tells the truth
-on `/health` while a new worker starts and warms up, then serves again; a crash loop is bounded;
-nothing (process, pipe, thread, open request) is left behind."""
+"""Orloj's worker process killed with -9 mid-load: the server logs the death, answers the
+requests the worker held with 503 + Retry-After (not 500), tells the truth on `/health` while a
+new worker starts and warms up, then serves again; a crash loop is bounded; nothing (process,
+pipe, thread, open request) is left behind."""
 
 from __future__ import annotations
 

@@ -59,7 +59,8 @@ def kairos(args: list[str], log: Path) -> Iterator[tuple[subprocess.Popen[bytes]
 def test_venn_killed_with_9_restarts_with_every_job_and_a_second_server_is_refused(
     tmp_path: Path,
 ) -> None:
-    """Issue 13, defect 4: two servers on one database both ran and over-assigned devices."""
+    """Two servers on one database both ran and over-assigned devices (a defect this guards
+    against)."""
     db = str(tmp_path / "venn.sqlite")
     serve = ["venn", "serve", "--db", db]
     with kairos(serve, tmp_path / "first.log") as (proc, url):
@@ -108,8 +109,8 @@ def andes_args(tmp_path: Path) -> list[str]:
 
 
 def test_andes_sigterm_ends_open_streams_with_a_final_error_event(tmp_path: Path) -> None:
-    """Issue 13, defect 9: SIGTERM cut streams mid-body with no final event and logged
-    CancelledError tracebacks."""
+    """SIGTERM used to cut streams mid-body with no final event and log CancelledError
+    tracebacks."""
     log = tmp_path / "andes.log"
     with kairos(andes_args(tmp_path), log) as (proc, url):
         body = {

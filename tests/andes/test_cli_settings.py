@@ -1,6 +1,6 @@
 """The commands do what they say or fail with one clear line.
 
-Each test is one of the issue's misleading cases: E4 could not take a trace path; `--set`
+Each test guards one misleading case: E4 could not take a trace path; `--set`
 ignored unknown keys and printed a pydantic traceback for a mistyped value; the sweep cache
 served stale results for a changed trace; E4 raised ValueError for some policy orders on a
 long-prompt trace (per-second series of unequal length plotted on the first run's time axis);

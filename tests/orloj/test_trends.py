@@ -54,7 +54,7 @@ def run_quick(name: str, out: Path, **overrides: Any) -> list[dict[str, Any]]:
 
 
 def test_the_clairvoyant_bound_is_at_least_every_system_in_every_cell(results_dir: Path) -> None:
-    """Must-show 3: the relaxation bound is a row of the tables and no system exceeds it."""
+    """The relaxation bound is a row of the tables and no system exceeds it."""
     rows = run_quick("bimodal", results_dir) + run_quick("modality", results_dir)
     fr = table(rows)
     cells = {(r["workload"], r["slo_mult"]) for r in rows}
@@ -91,7 +91,7 @@ def test_t1_orloj_rises_with_the_slo_on_every_synthetic_workload(results_dir: Pa
 def test_t2_orloj_beats_clockwork_clearly_under_tight_slos_on_multimodal(
     results_dir: Path,
 ) -> None:
-    """The must-show: bimodal/multimodal, high variance, tight SLO (1.5x P99)."""
+    """Orloj's headline case: bimodal/multimodal, high variance, tight SLO (1.5x P99)."""
     fr, workloads, slos = synthetic(results_dir)
     multimodal = [w for w in workloads if w != "one-modal"]
     ratios = {w: fr[(w, 1.5, "orloj")] / fr[(w, 1.5, "clockwork")] for w in multimodal}

@@ -1,4 +1,4 @@
-"""Must-show 3: the chat page served by the real server shows the streamed text at the
+"""The chat page served by the real server shows the streamed text at the
 requested pace, measured from inside the page by headless chromium."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Must-show 2: the official `openai` client streams from `kairos serve` over a real socket,
+"""The official `openai` client streams from `kairos serve` over a real socket,
 and the raw SSE stream has OpenAI's wire format."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Must-show 4: bad input gets a clear 4xx and the server keeps serving; 50 concurrent
+"""Bad input gets a clear 4xx and the server keeps serving; 50 concurrent
 streams with a fifth of the clients hanging up mid-stream leak no KV block and the rest
 finish."""
 

@@ -1,4 +1,4 @@
-"""Must-show 1 of the serving issue: the paged engine computes what the model computes.
+"""The paged engine computes what the model computes.
 
 Paged attention (scattered blocks, chunked prefill, mixed batches) equals a dense causal
 forward; greedy outputs are identical alone, batched, and across preemption by recompute and

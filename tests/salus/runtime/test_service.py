@@ -1,7 +1,7 @@
-"""Must-show 3 over a real socket on CPU: real jobs from several clients run to completion under
-each policy, SRTF preempts at iteration boundaries, a switch moves no parameter bytes (beside
-suspend/resume), misbehaving jobs fail clearly while the others finish, and bad submissions get
-a 4xx naming the field."""
+"""The Salus service over a real socket on CPU: real jobs from several clients run to
+completion under each policy, SRTF preempts at iteration boundaries, a switch moves no parameter
+bytes (beside suspend/resume), misbehaving jobs fail clearly while the others finish, and bad
+submissions get a 4xx naming the field."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Must-show: 1,000 emulated devices finish 10 jobs over a real socket, also across a service
-restart on the same SQLite file, and no device ever sends its eligibility attributes."""
+"""1,000 emulated devices finish 10 jobs over a real socket, also across a service restart on
+the same SQLite file, and no device ever sends its eligibility attributes."""
 
 from __future__ import annotations
 

@@ -25,8 +25,8 @@ point. So a calibration whose median point errs by more than twice the tolerance
 again (`retakes`, once by default) and the better-fitting measurement kept, as an operator
 reading `kairos orloj calibrate`'s check would do. Fitting median to median instead erred
 less (4.5-10% at the median point against 5-15% over six local runs), but it cost Orloj its
-lead over Clockwork in the real-server must-show at load 0.6: Orloj - Clockwork fell by 0.072
-[0.025, 0.12] over three alternating pairs (tests/orloj/runtime/test_must_show.py, 2026-11-27),
+lead over Clockwork in the real-server comparison at load 0.6: Orloj - Clockwork fell by 0.072
+[0.025, 0.12] over three alternating pairs (tests/orloj/runtime/test_must_show.py),
 so the fastest-run fit stays.
 
 A fit can match its own points and still predict badly (points fitted to fastest runs, a

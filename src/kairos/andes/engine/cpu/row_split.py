@@ -18,7 +18,8 @@ long inputs thread well in one GEMM and keep it), when the output size divides i
 blocks. Anything else takes the plain op. The gain is a property of the BLAS and the CPU
 (measured on an AMD EPYC; an MKL that threads skinny products well would gain nothing), so
 the engine's runner hook (hook.py) measures both ways and keeps the faster (path_choice.py),
-switching this thread's splitting with `splitting`. Measured gains: docs/andes.md, must-show 6.
+switching this thread's splitting with `splitting`. Measured gains: docs/andes.md, the
+operating point's target 6.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Issue 13's defects, one test each where the suite's generic cases do not already name it:
-1 seed 2^64, 2 `1e999` in Venn fields, 6 a 200,000-character stop string, 7 the startup
-self-measurement in /metrics, 8 a retried job registration, 9 the Orloj worker's shutdown.
-(3, 4, 5 and Andes' 9 are in test_connections, test_processes and test_bodies; 10 is
+"""Named defects, numbered as in the test names, one test each where the suite's generic cases
+do not already cover it: 1 seed 2^64, 2 `1e999` in Venn fields, 6 a 200,000-character stop
+string, 7 the startup self-measurement in /metrics, 8 a retried job registration, 9 the Orloj
+worker's shutdown, 11 the command's help, errors and tables written to a file. (3, 4, 5 and
+Andes' 9 are in test_connections, test_processes and test_bodies; 10 is
 tests/andes/server/test_chat_page.py; 12 is tests/andes/engine/test_hf_reference.py.)"""
 
 from __future__ import annotations
