@@ -69,6 +69,12 @@ def in_cohort(code: np.ndarray | int, path: Sequence[int], k: int) -> np.ndarray
     return ok if ok.ndim else bool(ok)
 
 
+def membership(path: Sequence[int], k: int) -> tuple[int, int]:
+    """`in_cohort` as (modulus, residue): a code is in cohort `path` iff code % modulus ==
+    residue (its first len(path) base-k digits are the path)."""
+    return k ** len(path), sum(d * k**i for i, d in enumerate(path))
+
+
 class CohortRequirement(Requirement):
     """A base requirement AND membership of one cohort (the devices that may serve its job)."""
 

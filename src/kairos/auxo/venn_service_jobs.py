@@ -33,13 +33,25 @@ from typing import Any
 import httpx
 import numpy as np
 
-from kairos.auxo.venn_jobs import JOB_PREFIX, AuxoApp, cohort_digits, path_of, run_deployment
+from kairos.auxo.venn_jobs import (
+    JOB_PREFIX,
+    AuxoApp,
+    cohort_digits,
+    membership,
+    path_of,
+    run_deployment,
+)
 from kairos.fl.availability import DAY_S, CheckIns, TraceAvailability
 from kairos.fl.requirements import requirement_from
 from kairos.venn.fleet import CheckInChunk, Fleet
 from kairos.venn.policies import make_policy
 from kairos.venn.results import JobRecord
-from kairos.venn.service.emulator import EmulatorConfig, make_client, make_population
+from kairos.venn.service.emulator import (
+    EmulatorConfig,
+    daily_activity,
+    make_client,
+    make_population,
+)
 from kairos.venn.simulator import SimConfig
 
 _TRACE_STREAM = 0x7ACE
@@ -71,7 +83,7 @@ def device_trace(cfg: EmulatorConfig, horizon_s: float) -> DeviceTrace:
     t = np.zeros(cfg.n)
     dev, start = [], []
     while True:
-        activity = 0.25 + 0.75 * (1 + np.sin(2 * math.pi * t / cfg.day_s + phase)) / 2
+        activity = daily_activity(t, phase, cfg.day_s)
         t = t + rng.exponential(cfg.mean_gap_s / activity)
         live = np.flatnonzero(t < horizon_s)
         if not len(live):
@@ -129,8 +141,7 @@ def cohort_registration(app: AuxoApp, cohort: str, demand: int, first: int) -> d
     req: dict[str, Any] = app.requirement.model_dump(exclude={"name"})
     path = path_of(cohort)
     if path:
-        req["cohort_modulus"] = app.k ** len(path)
-        req["cohort_residue"] = sum(d * app.k**i for i, d in enumerate(path))
+        req["cohort_modulus"], req["cohort_residue"] = membership(path, app.k)
     rounds = max(1, app.splits.get(cohort, app.rounds) - first)
     rule = app.rule
     return {"name": f"{JOB_PREFIX}{cohort}", "requirement": req, "demand": demand,

@@ -61,6 +61,12 @@ class EmulatorConfig:
     max_connections: int = 8
 
 
+def daily_activity(t: Any, phase: Any, day_s: float) -> Any:
+    """A device's check-in rate relative to its peak at time `t` (s) of a day of `day_s`: 1 at
+    its daily peak, 0.25 at its trough, shifted by its time zone `phase` (floats or arrays)."""
+    return 0.25 + 0.75 * (1 + np.sin(2 * math.pi * t / day_s + phase)) / 2
+
+
 @dataclass
 class EmulatorStats:
     checkins: int = 0
@@ -164,7 +170,7 @@ async def _device(
     turn = i  # the front-end its next request goes to
     while not stop.is_set():
         t = time.monotonic() - t0
-        activity = 0.25 + 0.75 * (1 + math.sin(2 * math.pi * t / cfg.day_s + phase)) / 2
+        activity = float(daily_activity(t, phase, cfg.day_s))
         try:
             await asyncio.wait_for(stop.wait(), rng.exponential(cfg.mean_gap_s / activity))
             return
