@@ -12,9 +12,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.rows import dict_row
 
+from kairos.venn.service.pg_schema import MARK, PG_MIGRATIONS, PG_SCHEMA_VERSION
 from kairos.venn.service.pg_store import PostgresStore
-from kairos.venn.service.schema import SCHEMA_VERSION, StoreSchemaError, tables
+from kairos.venn.service.schema import StoreSchemaError, tables
 from kairos.venn.service.store import Store
 from kairos.venn.service.store_api import Assign, JobRow, RoundRow
 from tests.venn.service.invariants import clean, violations
@@ -41,16 +43,42 @@ def test_migrates_once_and_refuses_foreign_and_newer_databases(
     pg_url: str, postgres: object
 ) -> None:
     s = PostgresStore(pg_url)
-    assert s.version == SCHEMA_VERSION
+    assert s.version == PG_SCHEMA_VERSION
     s.close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("UPDATE venn_schema SET version = %s", (SCHEMA_VERSION + 1,))
+        conn.execute("UPDATE venn_schema SET version = %s", (PG_SCHEMA_VERSION + 1,))
     with pytest.raises(StoreSchemaError, match="newer kairos"):
         PostgresStore(pg_url)
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP TABLE venn_schema")
     with pytest.raises(StoreSchemaError, match="not a kairos Venn store"):
         PostgresStore(pg_url)
+
+
+def test_a_version_2_database_is_upgraded_to_stamp_responses_in_lock_order(
+    pg_url: str,
+) -> None:
+    """A database a kairos of store version 2 made (its responses stamped by each front-end's
+    own clock) is upgraded in place: afterwards a closing response whose front-end's clock ran
+    behind is stamped at the round's latest response."""
+    with psycopg.connect(pg_url, row_factory=dict_row) as conn:  # one transaction, committed
+        for v in (0, 1):
+            PG_MIGRATIONS[v](conn)
+        conn.execute("INSERT INTO venn_schema (mark, version) VALUES (%s, 2)", (MARK,))
+    s = PostgresStore(pg_url)
+    assert s.version == PG_SCHEMA_VERSION == 3
+    job = JobRow("j", "r", {}, 2, 1, 60.0, 1.0, 0.0, 0, None)
+    s.register(job, None, "")
+    assert s.try_open(RoundRow("j", 0, 2, 2, 0.0, 0, 0, None))
+    for d in ("d0", "d1"):
+        s.try_assign("j", 0, d, 1.0, 1.0)
+    s.try_respond("j", 0, "d0", 5.0)
+    s.try_respond("j", 0, "d1", 4.0)  # its front-end read the clock first, locked second
+    with psycopg.connect(pg_url) as conn:
+        assert violations(conn) == clean()
+    done = s.job("j")
+    assert done is not None and done.finished == 5.0
+    s.close()
 
 
 def test_front_ends_starting_together_migrate_once(pg_url: str) -> None:
@@ -68,7 +96,7 @@ def test_front_ends_starting_together_migrate_once(pg_url: str) -> None:
         t.start()
     for t in threads:
         t.join()
-    assert errors == [] and [s.version for s in stores] == [SCHEMA_VERSION] * 4
+    assert errors == [] and [s.version for s in stores] == [PG_SCHEMA_VERSION] * 4
     for s in stores:
         s.close()
 

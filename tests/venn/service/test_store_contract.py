@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from kairos.venn.service.pg_schema import PG_SCHEMA_VERSION
 from kairos.venn.service.schema import SCHEMA_VERSION
 from kairos.venn.service.store_api import (
     Assign,
@@ -19,7 +20,7 @@ from kairos.venn.service.store_api import (
     RoundRow,
     VennStore,
 )
-from kairos.venn.service.stores import open_store
+from kairos.venn.service.stores import is_postgres, open_store
 
 
 @pytest.fixture()
@@ -41,12 +42,14 @@ def first_round(j: JobRow, idx: int = 0, opened: float = 100.0) -> RoundRow:
 def test_fresh_store_is_at_the_current_version_and_reopens_with_its_rows(
     store_spec: Callable[[], str],
 ) -> None:
-    s = open_store(store_spec())
-    assert s.version == SCHEMA_VERSION
+    spec = store_spec()
+    current = PG_SCHEMA_VERSION if is_postgres(spec) else SCHEMA_VERSION
+    s = open_store(spec)
+    assert s.version == current
     s.register(job(), None, "")
     s.close()
-    again = open_store(store_spec())  # no step runs twice: the rows stay
-    assert again.version == SCHEMA_VERSION
+    again = open_store(spec)  # no step runs twice: the rows stay
+    assert again.version == current
     assert [j.job_id for j in again.jobs()] == ["j1"]
     again.close()
 
@@ -119,6 +122,22 @@ def test_responses_count_once_and_close_the_round_at_needed(store: VennStore) ->
     done = store.job("j1")
     assert done is not None and (done.rounds_done, done.finished) == (2, 107.0)
     assert store.snapshot() == [] and store.jobs(active_only=True) == []
+
+
+def test_a_round_closes_no_earlier_than_a_response_it_counted(store: VennStore) -> None:
+    """Two front-ends read their clocks before queueing on the round's lock: the closing
+    response can carry an earlier clock than one already counted. The close, and the
+    response that made it, are stamped at the latest response, never before it."""
+    j, _ = store.register(job(demand=3, rounds=1), None, "")  # needed 2
+    store.try_open(first_round(j))
+    for d in ("d0", "d1"):
+        store.try_assign("j1", 0, d, 101.0, 1.0)
+    assert store.try_respond("j1", 0, "d0", 103.0) is Respond.COUNTED
+    assert store.try_respond("j1", 0, "d1", 102.5) is Respond.FINISHED
+    stamps = [store.assignment("j1", 0, d)["responded"] for d in ("d0", "d1")]  # type: ignore[index]
+    done = store.job("j1")  # its one round's close is the job's finish
+    assert stamps == [103.0, 103.0]
+    assert done is not None and done.finished == 103.0
 
 
 def test_deadline_aborts_and_reopens_or_succeeds_by_the_round_rule(store: VennStore) -> None:

@@ -16,6 +16,11 @@ they check it, so two front-ends touching one round queue on that row for a few 
 and front-ends on different rounds never wait for each other. Every write that changes a job
 (`rounds_done`, `finished`) first holds its round's lock: locks are always taken round, then
 job, so they cannot deadlock.
+
+Each front-end reads its own clock before its write queues on the round's lock, so two writes
+can reach the lock in the other order than their clocks say. A response is therefore stamped
+no earlier than the latest response already recorded for its round (version 3): the round
+closes no earlier than any response it counted, whichever front-end's clock ran ahead.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kairos.venn.service.schema import SCHEMA_VERSION, StoreSchemaError
+from kairos.venn.service.schema import StoreSchemaError
 
 MARK = "kairos-venn"
 LOCK_KEY = 0x4B564E31  # the advisory lock held while migrating (the SQLite application_id)
@@ -113,6 +118,35 @@ BEGIN
 END $$
 """
 
+V3 = """
+CREATE OR REPLACE FUNCTION venn_respond(p_job TEXT, p_round INTEGER, p_device TEXT,
+                                        p_now DOUBLE PRECISION)
+RETURNS TEXT LANGUAGE plpgsql AS $$
+DECLARE r RECORD; a RECORD; last BOOLEAN; stamp DOUBLE PRECISION;
+BEGIN
+    SELECT x.opened, x.closed, x.responses, x.needed, j.rounds, j.deadline_s INTO r
+        FROM rounds x JOIN jobs j ON j.job_id = x.job_id
+        WHERE x.job_id = p_job AND x.round_idx = p_round FOR UPDATE OF x;
+    SELECT assigned, responded INTO a FROM assignments
+        WHERE job_id = p_job AND round_idx = p_round AND device_id = p_device;
+    IF NOT FOUND THEN RETURN 'unknown'; END IF;
+    IF a.responded IS NOT NULL THEN RETURN 'duplicate'; END IF;
+    IF r.closed IS NOT NULL OR a.assigned < r.opened OR p_now >= r.opened + r.deadline_s
+        THEN RETURN 'late'; END IF;
+    SELECT GREATEST(p_now, MAX(responded)) INTO stamp FROM assignments
+        WHERE job_id = p_job AND round_idx = p_round;
+    UPDATE assignments SET responded = stamp
+        WHERE job_id = p_job AND round_idx = p_round AND device_id = p_device;
+    UPDATE rounds SET responses = responses + 1 WHERE job_id = p_job AND round_idx = p_round;
+    IF r.responses + 1 < r.needed THEN RETURN 'counted'; END IF;
+    last := p_round + 1 >= r.rounds;
+    UPDATE rounds SET closed = stamp WHERE job_id = p_job AND round_idx = p_round;
+    UPDATE jobs SET rounds_done = rounds_done + 1,
+                    finished = CASE WHEN last THEN stamp END WHERE job_id = p_job;
+    RETURN CASE WHEN last THEN 'finished' ELSE 'completed' END;
+END $$
+"""
+
 Cursor = Any  # a psycopg connection in a transaction (typed loosely: psycopg is optional)
 Step = Callable[[Cursor], None]
 
@@ -138,9 +172,11 @@ def _statements(text: str) -> list[str]:
     return [*(s for s in out if s), *([tail] if tail else [])]
 
 
-# PG_MIGRATIONS[v] takes a version-v database to v+1 (the SQLite store's versions: 1 the tables
-# and the mark, 2 the idempotency keys, here with the guarded writes).
-PG_MIGRATIONS: dict[int, Step] = {0: _script(V1), 1: _script(V2)}
+# PG_MIGRATIONS[v] takes a version-v database to v+1: 1 the tables and the mark, 2 the
+# idempotency keys and the guarded writes (the SQLite store's versions 1 and 2), 3 responses
+# stamped in the order the round's lock admits them.
+PG_MIGRATIONS: dict[int, Step] = {0: _script(V1), 1: _script(V2), 2: _script(V3)}
+PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 OUR_TABLES = ("jobs", "rounds", "assignments", "idempotency")
 
 
@@ -161,21 +197,21 @@ def pg_version(conn: Cursor, where: str) -> int:
     if row is None or row["mark"] != MARK:
         raise StoreSchemaError(f"{where}: not a kairos Venn store (venn_schema holds {row})")
     version = int(row["version"])
-    if version > SCHEMA_VERSION:
+    if version > PG_SCHEMA_VERSION:
         raise StoreSchemaError(
             f"{where}: written by a newer kairos (Venn store schema version {version}); "
-            f"this kairos reads schema versions 1 to {SCHEMA_VERSION}. Upgrade kairos or use "
+            f"this kairos reads schema versions 1 to {PG_SCHEMA_VERSION}. Upgrade kairos or use "
             "another --store database."
         )
     return version
 
 
 def pg_upgrade(conn: Cursor, where: str) -> None:
-    """Bring the database to SCHEMA_VERSION inside the caller's transaction, one front-end at
+    """Bring the database to PG_SCHEMA_VERSION inside the caller's transaction, one front-end at
     a time (a transaction-scoped advisory lock)."""
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
     version = pg_version(conn, where)
-    for v in range(version, SCHEMA_VERSION):
+    for v in range(version, PG_SCHEMA_VERSION):
         PG_MIGRATIONS[v](conn)
         if v == 0:
             conn.execute("INSERT INTO venn_schema (mark, version) VALUES (%s, 1)", (MARK,))

@@ -133,6 +133,12 @@ class GuardedWrites:
             ).fetchone()
             if r["closed"] is not None or a["assigned"] < r["opened"] or not _running(r, now):
                 return Respond.LATE
+            # stamped no earlier than the round's latest response: front-ends read their
+            # clocks before queueing on the write lock, not in the order it admits them
+            latest = db.execute(
+                "SELECT MAX(responded) FROM assignments WHERE job_id = ? AND round_idx = ?", key
+            ).fetchone()[0]
+            now = now if latest is None else max(now, latest)
             db.execute(
                 "UPDATE assignments SET responded = ? WHERE job_id = ? AND round_idx = ? "
                 "AND device_id = ?",
