@@ -5,22 +5,29 @@ the tests do). Three front-ends on SQLite are not a case: the file's lock admits
 
 Each case runs real `kairos venn serve` processes, long-running jobs whose rounds a job driver
 keeps posting, and `devices` emulated devices (10,000; quick mode 300) checking in for
-`seconds`, each request to the next front-end in turn. After the run the store's invariants
-are read from the database (`tests/venn/service/invariants.py`): `violations` must be 0.
+`seconds`, each request to the next front-end in turn. One and three front-ends on PostgreSQL
+run `rounds` times each, alternating which goes first, and `x3_over_x1` is the per-round
+paired ratio of their check-in rates (geometric mean, 95% CI, round count). After each run
+the store's invariants are read from the database (`tests/venn/service/invariants.py`):
+`violations` must be 0.
 The last case repeats three front-ends on PostgreSQL with faults: one front-end is killed (-9)
 a third of the way in and the database restarted (down 3 s) at two thirds; `lost` counts the
 answers the devices were given (assignments, counted results) that the database lacks.
 On a 2-core machine the emulator competes with the servers for the cores, so the ratios
-between cases (measured in one run) say more than the absolute rates.
+between cases (measured in one run) say more than the absolute rates; each case reports the
+CPU seconds per check-in of the emulating process (devices and job driver) and of the
+front-ends (from /proc, over the run only), which says where the cores went.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sqlite3
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Coroutine
 from contextlib import closing, suppress
 from pathlib import Path
@@ -34,6 +41,8 @@ from tests.venn.service.frontends import frontends
 from tests.venn.service.invariants import violations
 from tests.venn.service.postgres_server import PostgresServer, start
 
+from kairos.report import print_table, write_result
+from kairos.report.stats import paired_ratio
 from kairos.venn.service.emulator import (
     EmulatorConfig,
     demo_jobs,
@@ -48,11 +57,20 @@ CASES = (("sqlite", 1, False), ("postgresql", 1, False), ("postgresql", 3, False
 Faults = Callable[[float], Coroutine[Any, Any, None]]
 
 
+def _cpu_s(pid: int) -> float:
+    """A live process's user + system CPU seconds (Linux /proc; 0 once it has gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def _drive(
     urls: list[str], cfg: EmulatorConfig, seconds: float, faults: Faults | None
 ) -> Any:
     stop = asyncio.Event()
-    async with make_client(cfg) as driver:
+    async with make_client(cfg, len(urls)) as driver:
         ids = await register_jobs(urls, demo_jobs(20, demand=50, rounds=10_000), driver)
         devices = asyncio.create_task(run_devices(urls, cfg, stop))
         injected = asyncio.create_task(faults(seconds)) if faults else None
@@ -92,11 +110,15 @@ def one_case(
     server: PostgresServer | None = None,
 ) -> dict[str, Any]:
     cfg = EmulatorConfig(n=devices, seed=0, day_s=60.0, mean_gap_s=devices / 400.0,
-                         compute_s=0.2, max_connections=200)  # fmt: skip
+                         compute_s=0.2)  # fmt: skip
     with frontends(store, n_front, logs) as procs:
         urls = [url for _, url in procs]
         faults = kill_then_restart(procs[-1][0], server) if server is not None else None
+        front0 = sum(_cpu_s(proc.pid) for proc, _ in procs)
+        own0 = time.process_time()
         stats = asyncio.run(_drive(urls, cfg, seconds, faults))
+        own_s = time.process_time() - own0
+        front_s = sum(_cpu_s(proc.pid) for proc, _ in procs) - front0
         trips: dict[str, float] = {}
         for proc, url in procs:
             if proc.poll() is not None:  # the killed front-end
@@ -131,19 +153,32 @@ def one_case(
         # (a SQLite file is in-process: its service's reads and writes are no round trips)
         "trips_per_checkin": trips.get("assign", 0.0) / checkins if pg else float("nan"),
         "background_trips_per_checkin": background / checkins if pg else float("nan"),
+        "emulator_cpu_ms_per_checkin": 1e3 * own_s / checkins,
+        # (a front-end killed mid-run takes its CPU time with it)
+        "front_end_cpu_ms_per_checkin": 1e3 * front_s / checkins,
         "errors": stats.errors,
         "violations": sum(broken.values()),
         "lost": lost,
     }
 
 
-def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
+def _cases(rounds: int) -> list[tuple[str, int, bool]]:
+    """SQLite, then one and three front-ends on PostgreSQL `rounds` times in alternating
+    order, then three with faults."""
+    pairs = [[("postgresql", 1, False), ("postgresql", 3, False)][:: 1 if r % 2 == 0 else -1]
+             for r in range(rounds)]  # fmt: skip
+    return [("sqlite", 1, False), *(c for pair in pairs for c in pair), ("postgresql", 3, True)]
+
+
+def run(out_dir: Path, quick: bool = False, rounds: int | None = None) -> list[dict[str, Any]]:
+    """Every case; writes `bench_venn_store.json` (the rows and `summarize`'s ratio)."""
     devices, seconds = (300, 8.0) if quick else (10_000, 30.0)
+    rounds = rounds if rounds is not None else (3 if quick else 5)
     rows = []
     server = start()
     try:
         with tempfile.TemporaryDirectory(prefix="bench-venn-store-") as tmp:
-            for i, (kind, n, faulty) in enumerate(CASES):
+            for i, (kind, n, faulty) in enumerate(_cases(rounds)):
                 logs = Path(tmp) / f"case{i}"
                 logs.mkdir()
                 store = (
@@ -153,24 +188,38 @@ def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
                 )
                 faults = server if faulty else None
                 rows.append(one_case(kind, store, n, devices, seconds, logs, faults))
+                print(rows[-1]["case"], f"{rows[-1]['checkins_per_s']:.1f} check-ins/s", flush=True)
     finally:
         server.stop()
-    base = {r["case"]: r["checkins_per_s"] for r in rows}
-    one = base.get("postgresql x1")
-    for r in rows:
-        r["vs_pg_x1"] = r["checkins_per_s"] / one if one else float("nan")
+    config = {"quick": quick, "devices": devices, "seconds": seconds, "rounds": rounds}
+    write_result(out_dir, "bench_venn_store", config=config, rows=rows, summary=summarize(rows))
     return rows
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Three front-ends over one, paired round by round (each round ran both)."""
+    one = [r["checkins_per_s"] for r in rows if r["case"] == "postgresql x1"]
+    three = [r["checkins_per_s"] for r in rows if r["case"] == "postgresql x3"]
+    if not one or len(one) != len(three):
+        return {}
+    ratio = paired_ratio(three, one)  # per round: three's rate over one's
+    return {
+        "x3_over_x1": ratio.geo_mean,
+        "x3_over_x1_lo": ratio.lo,
+        "x3_over_x1_hi": ratio.hi,
+        "x3_over_x1_rounds": ratio.n,
+        "x3_over_x1_per_round": ratio.ratios,
+    }
 
 
 if __name__ == "__main__":
     import argparse
 
-    from kairos.report import print_table, write_result
-
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("results/bench"))
     parser.add_argument("--full", action="store_true", help="10,000 devices for 30 s a case")
+    parser.add_argument("--rounds", type=int, help="paired x1/x3 rounds (quick 3, full 5)")
     args = parser.parse_args()
-    table = run(args.out, quick=not args.full)
+    table = run(args.out, quick=not args.full, rounds=args.rounds)
     print_table(table, title="bench_venn_store")
-    write_result(args.out, "bench_venn_store", config={"full": args.full}, rows=table)
+    print(summarize(table))

@@ -132,7 +132,7 @@ def register(group: typer.Typer) -> None:
         seed: Annotated[int, typer.Option(help="random seed")] = 0,
         api_key: Annotated[str | None, typer.Option(help="the service's API key")] = None,
         max_connections: Annotated[
-            int, typer.Option(help="requests in flight at once (raise it for a remote service)")
+            int, typer.Option(help="requests in flight at once to each front-end")
         ] = 8,
         every_s: Annotated[
             float, typer.Option("--every", help="seconds between summaries (devices only)")

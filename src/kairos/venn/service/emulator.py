@@ -55,9 +55,11 @@ class EmulatorConfig:
     mean_gap_s: float = 3.0  # between a device's check-ins at the daily peak
     compute_s: float = 0.3  # a typical device's task time, scaled down
     api_key: str | None = None
-    # Device requests in flight at once, and the connection pool's size. A few are plenty
-    # against one service; from about a dozen, httpx's pool hands one idle connection to
-    # several requests, which then retry and rescan the pool: twice the CPU per request.
+    # Device requests in flight at once to each front-end, and the connections kept to it.
+    # A few are plenty against one service; from about a dozen, httpx's pool hands one idle
+    # connection to several requests, which then retry and rescan the pool: twice the CPU
+    # per request. Per front-end: with one pool-wide limit, requests turning from front-end to
+    # front-end would close a kept connection to one to open another.
     max_connections: int = 8
 
 
@@ -107,9 +109,10 @@ def demo_jobs(n: int, demand: int = 10, rounds: int = 3) -> list[dict[str, Any]]
     ]
 
 
-def make_client(cfg: EmulatorConfig, **kw: Any) -> httpx.AsyncClient:
+def make_client(cfg: EmulatorConfig, front_ends: int = 1, **kw: Any) -> httpx.AsyncClient:
+    """A client keeping `cfg.max_connections` connections to each of `front_ends`."""
     headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
-    limits = httpx.Limits(max_connections=cfg.max_connections)
+    limits = httpx.Limits(max_connections=cfg.max_connections * front_ends)
     return httpx.AsyncClient(headers=headers, limits=limits, timeout=10.0, **kw)
 
 
@@ -129,16 +132,16 @@ async def _post(
     stats: EmulatorStats | None = None,
     headers: Mapping[str, str] | None = None,
     first: int = 0,
-    gate: asyncio.Semaphore | None = None,
+    gates: Mapping[str, asyncio.Semaphore] | None = None,
 ) -> dict[str, Any] | None:
     """POST `path` with retries on connection errors and 5xx, attempt k to front-end
-    `first + k` (of `url`'s); None if it kept failing or got 4xx. `gate`: held for each
-    attempt (not for the back-off between them)."""
+    `first + k` (of `url`'s); None if it kept failing or got 4xx. `gates`: per front-end,
+    held for each attempt (not for the back-off between them)."""
     bases = _bases(url)
     for attempt in range(tries):
         base = bases[(first + attempt) % len(bases)]
         try:
-            async with gate or contextlib.nullcontext():
+            async with gates[base] if gates else contextlib.nullcontext():
                 resp = await client.post(base + path, json=dict(body), headers=dict(headers or {}))
         except httpx.TransportError:
             resp = None
@@ -160,7 +163,7 @@ async def _device(
     stop: asyncio.Event,
     stats: EmulatorStats,
     t0: float,
-    gate: asyncio.Semaphore,
+    gates: Mapping[str, asyncio.Semaphore],
 ) -> None:
     rng = np.random.default_rng([cfg.seed, i])
     attrs = pop.attributes(i)  # private: never sent
@@ -179,7 +182,7 @@ async def _device(
         start = time.perf_counter()
         turn += 1
         got = await _post(client, base, "/v1/checkin", {"device_id": device_id}, 3, stats,
-                          first=turn, gate=gate)  # fmt: skip
+                          first=turn, gates=gates)  # fmt: skip
         if got is None:
             continue
         stats.checkins += 1
@@ -192,7 +195,7 @@ async def _device(
         body = {"device_id": device_id, "capability": 1.0 / slowness}
         turn += 1
         path = f"/v1/offers/{mine[0]['offer_id']}/accept"
-        ans = await _post(client, base, path, body, 3, stats, first=turn, gate=gate)
+        ans = await _post(client, base, path, body, 3, stats, first=turn, gates=gates)
         stats.latencies_s.append(time.perf_counter() - start)
         stats.accepted += 1
         if not ans or not ans.get("assigned"):
@@ -202,7 +205,7 @@ async def _device(
         await asyncio.sleep(cfg.compute_s * slowness * rng.uniform(0.8, 1.2))
         res = {"device_id": device_id, "job_id": ans["job_id"], "round": ans["round"]}
         turn += 1
-        done = await _post(client, base, "/v1/results", res, 20, stats, first=turn, gate=gate)
+        done = await _post(client, base, "/v1/results", res, 20, stats, first=turn, gates=gates)
         if done is not None:
             stats.results += 1
             if done.get("accepted"):
@@ -230,15 +233,15 @@ async def run_devices(
     stats = stats if stats is not None else EmulatorStats()
     base = _bases(url)
     own = client is None
-    client = client or make_client(cfg)
+    client = client or make_client(cfg, front_ends=len(base))
     # Devices wait for a connection here, not in httpx's pool: it rescans every waiting
     # request whenever one starts or ends, so with a thousand devices waiting the scans
     # cost more CPU than the requests, slowing them further (until rounds missed deadlines).
-    gate = asyncio.Semaphore(cfg.max_connections)
+    gates = {b: asyncio.Semaphore(cfg.max_connections) for b in base}
     t0 = time.monotonic()
     try:
         await asyncio.gather(
-            *(_device(i, pop, base, client, cfg, stop, stats, t0, gate) for i in range(cfg.n))
+            *(_device(i, pop, base, client, cfg, stop, stats, t0, gates) for i in range(cfg.n))
         )
     finally:
         if own:
@@ -304,7 +307,7 @@ async def run_workload(
 ) -> EmulatorStats:
     """Devices plus a job driver: returns once every job finished (or raises on timeout)."""
     stop = asyncio.Event()
-    async with make_client(cfg) as driver:  # its own pool: devices never starve the jobs
+    async with make_client(cfg, len(_bases(url))) as driver:  # devices never starve the jobs
         ids = await register_jobs(url, jobs, driver)
         devices = asyncio.create_task(run_devices(url, cfg, stop, client))
         try:
