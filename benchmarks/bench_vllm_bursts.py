@@ -1,35 +1,30 @@
 """Andes inside vLLM under E2-shaped bursts: `vllm serve` with the Andes scheduler against
-vLLM's default scheduler, and kairos's Andes over FCFS at the same load beside both.
+vLLM's default scheduler, and kairos's own engine with Andes against FCFS at the same load.
 
     python -m benchmarks.bench_vllm_bursts --out DIR [--quick] [--seeds N]
 
-(vLLM's environment: `make vllm-test` builds it.) Two real `vllm serve` processes on one
-checkpoint (the 56M-parameter benchmark model, `vllm_stack`): vLLM's default scheduler, and
-vLLM with `--scheduler-cls kairos.andes.integrations.vllm.AndesScheduler`. Both stay up;
-`kairos bench` drives one at a time over HTTP with the same cyclic-burst trace per seed
-(E2's arrival shape, `cyclic_burst`: intensity 2.8, bursts of 35% of the cycle) and scores
-every stream from the client's own token timestamps with kairos's QoE
-(`kairos.andes.qoe.qoe_at`): first token due after 1 s, then the reader preset's mean speed.
-The order of the two alternates from seed to seed, so drift on the shared machine hits both
-alike. The KV cache is small (`--num-gpu-blocks-override`), so bursts contend for memory and
-vLLM's default loses QoE.
+(vLLM's environment: `make vllm-test` builds it.) Four real servers on one checkpoint (the
+56M-parameter benchmark model, `vllm_stack`): `vllm serve` with vLLM's default scheduler and
+with `--scheduler-cls kairos.andes.integrations.vllm.AndesScheduler`, and `kairos serve` with
+`--policy fcfs` and `--policy andes`. All stay up; `kairos bench` drives one at a time over
+HTTP with the same cyclic-burst trace per seed (E2's arrival shape, `cyclic_burst`: intensity
+2.8, bursts of 35% of the cycle) and scores every stream from the client's own token
+timestamps with kairos's QoE (`kairos.andes.qoe.qoe_at`): first token due after 1 s, then
+the reader preset's mean speed. The order of the four rotates from seed to seed, so drift on
+the shared machine hits each alike. The KV cache is small and the same size in tokens in
+both engines (vLLM `--num-gpu-blocks-override`, kairos `--num-gpu-blocks`, no host swap
+pool), so bursts contend for memory and the baselines lose QoE.
 
-The Andes scheduler plans with a latency profile of the engine it schedules: vLLM's CPU
-engine timed in process on this machine with the served cache shape and fitted as kairos's
-profiler fits its own engine (`vllm_stack.fit_vllm_profile`).
-
-kairos's side is its simulator calibrated to this machine: kairos's scheduler with `fcfs` and
-with `andes` (no host swap pool, so Andes with the options it runs with inside vLLM:
-preemption priced as recompute, chunked prefill) replaying exactly the requests each seed's
-default vLLM run was sent (send times, the prompt lengths vLLM reported, output lengths,
-QoE), with the same fitted profile, so it runs at the same load on a model of the same
-engine. kairos's own engine loads this checkpoint too, but steps it several times slower
-than vLLM's CPU kernels, so at this load it would be saturated, not contended.
+The Andes scheduler inside vLLM plans with a latency profile of the engine it schedules:
+vLLM's CPU engine timed in process on this machine with the served cache shape and fitted as
+kairos's profiler fits its own engine (`vllm_stack.fit_vllm_profile`). `kairos serve`
+calibrates its own engine at startup, and its Andes runs with the options Andes has inside
+vLLM (preemption priced as recompute, chunked prefill).
 
 Reported per server: average QoE, share of requests at QoE >= 0.95, TTFT p50/p99, output
-throughput (means over seeds); per engine the per-seed paired ratio Andes / baseline of
-average QoE (geometric mean, 95% t-interval, seed count), and whether vLLM's gain lies inside
-the interval of kairos's.
+throughput, preemptions (means over seeds); per engine the per-seed paired ratio Andes /
+baseline of average QoE (geometric mean, 95% t-interval, seed count), and whether vLLM's gain
+lies inside the interval of kairos's.
 """
 
 from __future__ import annotations
@@ -37,7 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
+import sys
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -48,10 +43,10 @@ import numpy as np
 from kairos.report import print_table, write_result
 from kairos.report.stats import paired_ratio
 
-SERVERS = ("vllm-default", "vllm-andes", "kairos-sim-fcfs", "kairos-sim-andes")
-PAIRS = {"vllm": ("vllm-andes", "vllm-default"), "kairos": ("kairos-sim-andes", "kairos-sim-fcfs")}
+SERVERS = ("vllm-default", "vllm-andes", "kairos-fcfs", "kairos-andes")
+PAIRS = {"vllm": ("vllm-andes", "vllm-default"), "kairos": ("kairos-andes", "kairos-fcfs")}
 KAIROS_BLOCK = 16
-PREEMPTIONS = "vllm:num_preemptions_total"
+PREEMPTIONS = {"vllm": "vllm:num_preemptions_total", "kairos": "kairos_andes_preemptions_total"}
 WARM_SEED = 10_000  # the warm-up burst's trace, never a measured seed's
 METRICS = ("avg_qoe", "share_qoe_095", "ttft_p50_s", "ttft_p99_s", "output_tok_s", "preemptions")
 
@@ -78,7 +73,7 @@ class BurstLoad:
 QUICK = BurstLoad(cycle_s=15.0)
 
 
-def _bench_config(load: BurstLoad, url: str, seed: int, speed: float) -> Any:
+def _bench_config(load: BurstLoad, url: str, seed: int, speed: float, vllm: bool) -> Any:
     from kairos.andes.client.bench import BenchConfig
 
     xargs = {"qoe_ttft_s": load.ttft_s, "qoe_tokens_per_s": speed}
@@ -97,10 +92,10 @@ def _bench_config(load: BurstLoad, url: str, seed: int, speed: float) -> Any:
         max_output_tokens=load.max_output_tokens,
         qoe_ttft_s=load.ttft_s,
         qoe_tokens_per_s=speed,
-        # the client scores with the same QoE it sends in `vllm_xargs` (kairos's own `qoe`
-        # body field is not sent: vLLM would only warn that it ignores it)
-        send_qoe=False,
-        extra_body={"vllm_xargs": xargs},
+        # the client scores with the same QoE it sends: to vLLM in `vllm_xargs` (kairos's
+        # own `qoe` body field is not sent there: vLLM would only warn that it ignores it)
+        send_qoe=not vllm,
+        extra_body={"vllm_xargs": xargs} if vllm else {},
         continuous_usage_stats=True,
         seed=seed,
         out=None,
@@ -111,7 +106,7 @@ def _bench_config(load: BurstLoad, url: str, seed: int, speed: float) -> Any:
 def _start(
     stack: ExitStack, out: Path, ckpt: Path, profile: Path, load: BurstLoad
 ) -> dict[str, str]:
-    """vLLM's two servers (default, Andes), up until `stack` closes; URLs by name."""
+    """The four servers, up until `stack` closes; URLs by name."""
     from tests.andes.integrations.server import ANDES, BLOCK, VALIDATOR, vllm_server
 
     andes = {"andes": {"profile": str(profile), "qoe": {"ttft_s": load.ttft_s}}}
@@ -122,7 +117,7 @@ def _start(
             "--additional-config", json.dumps(andes),
         ),
     }  # fmt: skip
-    return {
+    urls = {
         name: stack.enter_context(
             vllm_server(
                 ckpt,
@@ -135,37 +130,41 @@ def _start(
         )
         for name, extra in vllm_args.items()
     }
+    for policy in ("fcfs", "andes"):
+        urls[f"kairos-{policy}"] = stack.enter_context(_kairos_server(ckpt, out, load, policy))
+    return urls
 
 
-def _simulate(load: BurstLoad, policy: str, profile: Path, records: list[Any]) -> Any:
-    """kairos's engine in its simulator, on the requests one vLLM run was sent (send times,
-    prompt lengths vLLM reported, output lengths, QoE), with vLLM's fitted profile."""
-    from kairos.andes.experiments.serving import ServingConfig, simulate_records
+def _kairos_server(ckpt: Path, out: Path, load: BurstLoad, policy: str) -> Any:
+    """`kairos serve` on the checkpoint with the vLLM servers' cache in tokens and no swap
+    pool; Andes with the options it has inside vLLM."""
+    from tests.andes.integrations.server import server_process
+
     from kairos.andes.integrations.settings import KNAPSACK_DEFAULTS
-    from kairos.andes.latency import load_profile
+    from kairos.runtime.ports import free_port
 
-    cfg = ServingConfig(
-        num_gpu_blocks=load.kv_tokens // KAIROS_BLOCK,
-        num_cpu_blocks=0,
-        max_model_len=load.max_len,
-        max_num_seqs=load.max_num_seqs,
-        # no swap pool here either: Andes priced as it runs inside vLLM (recompute)
-        andes=KNAPSACK_DEFAULTS if policy == "andes" else {},
-    )
-    return simulate_records(cfg, policy, load_profile(str(profile)), records)
+    port = free_port()
+    options = KNAPSACK_DEFAULTS if policy == "andes" else {}
+    cmd = [
+        sys.executable, "-m", "kairos", "serve", "--model", str(ckpt), "--policy", policy,
+        "--port", str(port), "--device", "cpu", "--dtype", "float32",
+        "--num-gpu-blocks", str(load.kv_tokens // KAIROS_BLOCK), "--num-cpu-blocks", "0",
+        "--max-model-len", str(load.max_len), "--max-num-seqs", str(load.max_num_seqs),
+        "--log-level", "warning",
+        *(a for k, v in options.items() for a in ("--andes", f"{k}={json.dumps(v)}")),
+    ]  # fmt: skip
+    return server_process(cmd, out / f"kairos-{policy}.log", f"http://127.0.0.1:{port}")
 
 
-def _run_one(
-    load: BurstLoad, url: str, server: str, seed: int, speed: float
-) -> tuple[dict[str, Any], list[Any]]:
-    """One server on one seed's trace: its row, and the records of the requests that
-    finished (what the simulator replays)."""
+def _run_one(load: BurstLoad, url: str, server: str, seed: int, speed: float) -> dict[str, Any]:
+    """One server on one seed's trace: its row."""
     from tests.andes.integrations.server import metric
 
     from kairos.andes.client.bench import run_bench
 
-    before = metric(url, PREEMPTIONS)
-    result = asyncio.run(run_bench(_bench_config(load, url, seed, speed)))
+    engine = server.split("-")[0]
+    before = metric(url, PREEMPTIONS[engine])
+    result = asyncio.run(run_bench(_bench_config(load, url, seed, speed, engine == "vllm")))
     s = result.summary
     row = {
         "server": server,
@@ -178,32 +177,14 @@ def _run_one(
         "ttft_p99_s": s["p99_ttft_ms"] / 1e3,
         "output_tok_s": s["output_throughput"],
         "duration_s": s["duration_s"],
-        "preemptions": metric(url, PREEMPTIONS) - before,
+        "preemptions": metric(url, PREEMPTIONS[engine]) - before,
     }
-    return row, [r for r in result.requests if r.ok]
+    return row
 
 
-def _sim_row(server: str, seed: int, sim: Any) -> dict[str, Any]:
-    ttft = sim.ttft()
-    tokens = sum(len(r.token_times) for r in sim.requests)
-    return {
-        "server": server,
-        "seed": seed,
-        "requests": len(sim.requests),
-        "failed": 0,
-        "avg_qoe": float(sim.qoe().mean()),
-        "share_qoe_095": float((sim.qoe() >= 0.95).mean()),
-        "ttft_p50_s": float(np.nanpercentile(ttft, 50)),
-        "ttft_p99_s": float(np.nanpercentile(ttft, 99)),
-        "output_tok_s": tokens / sim.end_time if sim.end_time > 0 else float("nan"),
-        "duration_s": sim.end_time,
-        "preemptions": float(sim.preemptions().sum()),
-    }
-
-
-def measure(out: Path, load: BurstLoad, seeds: int) -> tuple[list[dict[str, Any]], Any]:
-    """Both vLLM servers on every seed's trace, one at a time, in an order that alternates
-    per seed. Returns the rows, and per seed the requests the default server was sent."""
+def measure(out: Path, load: BurstLoad, seeds: int) -> list[dict[str, Any]]:
+    """The four servers on every seed's trace, one at a time, in an order that rotates per
+    seed. Returns the rows."""
     from benchmarks.vllm_stack import fit_vllm_profile, write_bench_checkpoint
     from kairos.andes.integrations.qoe_args import preset_speed
 
@@ -218,50 +199,20 @@ def measure(out: Path, load: BurstLoad, seeds: int) -> tuple[list[dict[str, Any]
     )
     speed = preset_speed("reader")
     runs: list[dict[str, Any]] = []
-    sent: dict[int, list[Any]] = {}
     with ExitStack() as stack:
         urls = _start(stack, out, ckpt, profile, load)
         # a fresh server's first steps of each batch shape set up CPU kernels: one short
         # burst per server, on another seed, before anything is measured
         warm = replace(load, cycle_s=min(10.0, load.cycle_s))
-        for server in PAIRS["vllm"]:
+        for server in SERVERS:
             _run_one(warm, urls[server], server, WARM_SEED, speed)
         for seed in range(seeds):
-            pair = PAIRS["vllm"]
-            for server in pair if seed % 2 == 0 else pair[::-1]:
-                row, records = _run_one(load, urls[server], server, seed, speed)
+            turn = seed % len(SERVERS)
+            for server in SERVERS[turn:] + SERVERS[:turn]:
+                row = _run_one(load, urls[server], server, seed, speed)
                 _say(row)
                 runs.append(row)
-                if server == "vllm-default":
-                    sent[seed] = records
-    return runs, (profile, sent)
-
-
-def simulate_kairos(
-    load: BurstLoad, profile: Path, sent: dict[int, list[Any]], cap_s: float
-) -> list[dict[str, Any]]:
-    """kairos's simulator, FCFS and Andes, on each seed's requests; a simulation still
-    running after `cap_s` seconds of wall time is stopped and its seed left out (said so)."""
-    rows: list[dict[str, Any]] = []
-    spawn = multiprocessing.get_context("spawn")
-    for seed, records in sent.items():
-        for policy in ("fcfs", "andes"):
-            with spawn.Pool(1) as pool:
-                job = pool.apply_async(_sim_job, (load, policy, profile, records, seed))
-                try:
-                    row = job.get(timeout=cap_s)
-                except multiprocessing.TimeoutError:
-                    print(f"seed {seed} kairos-sim-{policy}: over {cap_s:g} s, left out")
-                    continue
-            _say(row)
-            rows.append(row)
-    return rows
-
-
-def _sim_job(
-    load: BurstLoad, policy: str, profile: Path, records: list[Any], seed: int
-) -> dict[str, Any]:
-    return _sim_row(f"kairos-sim-{policy}", seed, _simulate(load, policy, profile, records))
+    return runs
 
 
 def _say(row: dict[str, Any]) -> None:
@@ -305,24 +256,16 @@ def summarize(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[st
     return table, summary
 
 
-def run(
-    out_dir: Path, quick: bool = False, seeds: int = 5, sim_cap_s: float = 120.0
-) -> list[dict[str, Any]]:
+def run(out_dir: Path, quick: bool = False, seeds: int = 5) -> list[dict[str, Any]]:
     load = QUICK if quick else BurstLoad()
     seeds = 1 if quick else seeds
     config = asdict(load) | {
         "seeds": seeds,
         "quick": quick,
         "model": "benchmarks.vllm_stack.BENCH_MODEL (56M-parameter Llama, float32)",
-        "kairos": "kairos's simulator with vLLM's fitted profile, on the default run's requests",
-        "sim_cap_s": sim_cap_s,
+        "kairos": "kairos serve (its own engine, calibrated at startup) on the same checkpoint",
     }
-    runs, (profile, sent) = measure(Path(out_dir) / "vllm_bursts", load, seeds)
-    table, summary = summarize(runs)  # the vLLM result is written before the simulations
-    write_result(
-        out_dir, "vllm_bursts", config=config, rows=runs, summary=summary | {"table": table}
-    )
-    runs += simulate_kairos(load, profile, sent, sim_cap_s)
+    runs = measure(Path(out_dir) / "vllm_bursts", load, seeds)
     table, summary = summarize(runs)
     write_result(
         out_dir, "vllm_bursts", config=config, rows=runs, summary=summary | {"table": table}
