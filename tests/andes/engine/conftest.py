@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Literal
 
 import pytest
@@ -65,7 +66,10 @@ def make_engine(
     adaptive_lanes: bool = True,
     dtype: Literal["float64", "float32"] = "float64",
     split_products: SplitProducts = "measured",
+    adaptive_threads: bool = False,
 ) -> LLMEngine:
+    """`adaptive_threads` is off unless asked: the tests' counts must not follow the timings
+    of a shared machine."""
     cfg = EngineConfig(
         dtype=dtype,
         device="cpu",
@@ -80,6 +84,7 @@ def make_engine(
         decode_lanes=decode_lanes,
         adaptive_lanes=adaptive_lanes,
         split_products=split_products,
+        adaptive_threads=adaptive_threads,
     )
     return build_engine(
         cfg,
@@ -114,6 +119,15 @@ def drive(
                 out[ev.request_id].append(ev.token_id)
     assert engine.scheduler.blocks.gpu.free == engine.scheduler.blocks.gpu.num_blocks
     return [out[rid] for rid in ids]
+
+
+@pytest.fixture
+def two_threads() -> Iterator[None]:
+    """Two torch intra-op threads on this thread for the test."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@ they are meant to be, and handed on in strides that BLAS takes as they are."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -21,14 +19,6 @@ from .conftest import drive, hook_of, make_engine
 from .test_correctness import prompts
 
 QOE = QoESpec(ttft_s=1.0, tokens_per_s=5.0)
-
-
-@pytest.fixture
-def two_threads() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, inp: int) -> None:

@@ -13,7 +13,13 @@ three things make decode iterations faster, each measured where it depends on th
   (path_choice.py);
 - split products (row_split.py): the products of a decode-only iteration split by weight
   rows over the threads, or each one GEMM, whichever a second `PathChoice` measured faster
-  (other iterations keep its current choice).
+  (other iterations keep its current choice);
+- intra-op threads: every thread the engine's thread has, or one, whichever a third
+  `PathChoice` measured faster on decode-only iterations (the others follow it). On a quiet
+  2-core machine the second thread made decode 1.6x faster; with a core held by another
+  process, an OpenMP team of two waits at every op for a thread the kernel has parked, and a
+  server's decode step took 319 ms on two threads against 49 ms on one. The split's choice
+  is timed only while this one is settled on every thread (one thread never splits).
 
 Each path stages its decode contexts on its own; switching path flushes and drops the other's.
 `cpu_hook` builds the hook for an engine's settings (None when none of it applies) and puts
@@ -24,7 +30,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -41,6 +48,23 @@ from kairos.andes.engine.model import LlamaForCausalLM
 from kairos.andes.engine.runner import ModelRunner, Rows
 
 LANE_MIN_ROWS = 2  # fewer decodes per lane than this run whole (a one-row part gains little)
+# the thread count's probes back off to one in this many decode iterations while they keep
+# losing: a probe of two threads on a loaded machine costs several slow steps
+THREADS_MAX_PERIOD = 1024
+
+
+@contextmanager
+def intra_op_threads(n: int | None) -> Iterator[None]:
+    """This thread's torch intra-op threads set to `n` for the block (None: unchanged)."""
+    if n is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def cpu_hook(
@@ -62,6 +86,7 @@ def cpu_hook(
         lanes=lanes,
         adaptive_lanes=config.adaptive_lanes,
         split_products=split,
+        adaptive_threads=config.adaptive_threads if cpu else False,
     )
 
 
@@ -75,11 +100,13 @@ class CpuHook:
         lanes: int = 0,
         adaptive_lanes: bool = True,
         split_products: str = "measured",
+        adaptive_threads: bool = True,
     ) -> None:
         """`lanes`: decode lanes (threads of one intra-op thread each); below 2, none.
         `adaptive_lanes`: a `PathChoice` picks lanes or one pass by measured speed; off,
         every eligible iteration runs on the lanes. `split_products`: row_split.py on, off,
-        or per decode iteration by measured speed."""
+        or per decode iteration by measured speed. `adaptive_threads`: every intra-op
+        thread or one, by measured speed (off: every thread)."""
         self.model = model
         bs = cache.block_size
         self.stage = DecodeStage(cache.layers, bs, stage_decodes)
@@ -93,6 +120,8 @@ class CpuHook:
         self.split_choice = PathChoice() if split_products == "measured" else None
         self.split_fixed = split_products != "off"  # without a choice
         self.split_iterations = 0
+        self.thread_choice = PathChoice(max_period=THREADS_MAX_PERIOD) if adaptive_threads else None
+        self.one_thread_iterations = 0
         self.stage_counts = {"off": 0, "fill": 0, "reuse": 0}  # per (lane) forward pass
         self.lane_iterations = 0
 
@@ -104,20 +133,28 @@ class CpuHook:
     def forward(self, runner: ModelRunner, decision: Iteration, rows: Rows) -> torch.Tensor:
         lane_rows = self._lane_rows(decision, rows.rids)
         lanes = lane_rows is not None and (self.lane_choice is None or self.lane_choice.now())
+        threads = self.thread_choice if torch.get_num_threads() > 1 and not lanes else None
+        every_thread = True  # lanes run one intra-op thread each on their own
+        if threads is not None:
+            every_thread = threads.now() if rows.decodes_only else threads.on_candidate
+        settled = threads is None or (every_thread and not threads.probing)
         choice = self.split_choice
-        timed = choice is not None and not lanes and rows.decodes_only  # decodes only
+        timed = choice is not None and not lanes and rows.decodes_only and settled
         if choice is None:
             split = self.split_fixed
         else:
             split = choice.now() if timed else choice.on_candidate
         t0 = time.perf_counter()
-        with splitting(split):
+        with intra_op_threads(None if every_thread else 1), splitting(split):
             if lane_rows is not None and lanes:
                 logits = self._on_lanes(runner, lane_rows, rows)
             else:
                 logits = self._whole(runner, decision, rows)
         seconds = time.perf_counter() - t0
-        self.split_iterations += int(split and not lanes)
+        self.split_iterations += int(split and not lanes and every_thread)
+        self.one_thread_iterations += int(not every_thread)
+        if threads is not None and rows.decodes_only:
+            threads.record(every_thread, seconds, len(rows.rids))
         if lane_rows is not None and self.lane_choice is not None:
             self.lane_choice.record(lanes, seconds, len(rows.rids))
         if timed and choice is not None:

@@ -1,18 +1,21 @@
 """Which of two ways to run an iteration is faster now: measured, not assumed.
 
-The CPU hook (hook.py) has two such choices, each a candidate path against the plain one:
-decode lanes against one pass (lanes.py), and decode-sized products split over the threads
-against one GEMM each (row_split.py). Which is faster depends on the machine (its BLAS and
-cores) and on its load at the moment: with one core left to the process two lanes ran
-slower than one pass (docs/andes.md, "Decode lanes"), and a BLAS that threads skinny
-products well needs no split. So the hook asks a `PathChoice`, which keeps using the path it
-measured faster and re-measures now and then:
+The CPU hook (hook.py) has three such choices, each a candidate path against the plain one:
+decode lanes against one pass (lanes.py), decode-sized products split over the threads
+against one GEMM each (row_split.py), and every intra-op thread against one. Which is
+faster depends on the machine (its BLAS and cores) and on its load at the moment: with one
+core left to the process two lanes ran slower than one pass (docs/andes.md, "Decode lanes"),
+and a BLAS that threads skinny products well needs no split. So the hook asks a
+`PathChoice`, which keeps using the path it measured faster and re-measures now and then:
 every `period` eligible iterations it runs `probe` of them on the other path and switches if
 those ran faster per decoded row (medians, the probe's first iteration left out: for the
 lanes it regathers the decode contexts that the other path's staging held).
 
 Cost in a steady state: `probe` iterations in `period + probe` on the slower path (and, for
-the lanes, two regathers), about 1-2% of decode time at the defaults.
+the lanes, two regathers), about 1-2% of decode time at the defaults. Where the other path
+can be far slower (two intra-op threads on cores other processes hold ran a server's decode
+6.5x slower than one), `max_period` above `period` backs off: each probe that keeps the
+current path doubles the period up to it, and a switch brings it back to `period`.
 """
 
 from __future__ import annotations
@@ -29,10 +32,16 @@ class PathChoice:
     """Starts on the candidate path (`now()` True) and keeps the faster of the two."""
 
     def __init__(
-        self, period: int = PERIOD, probe: int = PROBE, first_after: int = FIRST_PROBE_AFTER
+        self,
+        period: int = PERIOD,
+        probe: int = PROBE,
+        first_after: int = FIRST_PROBE_AFTER,
+        max_period: int | None = None,
     ) -> None:
         if probe < 2:
             raise ValueError("a probe needs 2 or more iterations (its first one is left out)")
+        self.base_period = period
+        self.max_period = max(period, max_period or period)
         self.period = period
         self.probe = probe
         self.on_candidate = True  # the path in use between probes
@@ -43,6 +52,11 @@ class PathChoice:
             True: deque(maxlen=probe),
             False: deque(maxlen=probe),
         }
+
+    @property
+    def probing(self) -> bool:
+        """Whether the iterations now run the other path, to time it."""
+        return self._probe_left > 0
 
     def now(self) -> bool:
         """The path of this eligible iteration: True for the candidate."""
@@ -66,3 +80,6 @@ class PathChoice:
         if not current or tried < statistics.median(current):
             self.on_candidate = candidate
             self.switches += 1
+            self.period = self.base_period
+        else:
+            self.period = min(2 * self.period, self.max_period)
