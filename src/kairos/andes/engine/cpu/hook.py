@@ -1,7 +1,7 @@
 """The CPU's ways to run an iteration's forward pass faster, as the runner's one hook.
 
 The core runner (kairos.andes.engine.runner) turns a decision into one forward pass. On a CPU
-three things make decode iterations faster, each measured where it depends on the machine:
+four things make decode iterations faster, each measured where it depends on the machine:
 
 - staging (staging.py): a decode batch that is the last one's, one token further, reuses the
   contexts gathered last time instead of gathering them again;
@@ -75,7 +75,8 @@ def cpu_hook(
     stage = config.stage_decodes if config.stage_decodes is not None else cpu
     lanes = config.decode_lanes if cpu else 0
     split = config.split_products if cpu else "off"
-    if not stage and lanes < 2 and split == "off":
+    threads = config.adaptive_threads and cpu
+    if not stage and lanes < 2 and split == "off" and not threads:
         return None
     if split != "off":
         model.use_products(SPLIT_PRODUCTS)
@@ -86,7 +87,7 @@ def cpu_hook(
         lanes=lanes,
         adaptive_lanes=config.adaptive_lanes,
         split_products=split,
-        adaptive_threads=config.adaptive_threads if cpu else False,
+        adaptive_threads=threads,
     )
 
 
