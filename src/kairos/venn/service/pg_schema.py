@@ -70,7 +70,7 @@ CREATE TABLE assignments (
 )
 """
 
-V2 = """
+V2_ASSIGN = """
 CREATE TABLE idempotency (
     key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, job_id TEXT NOT NULL,
     created DOUBLE PRECISION NOT NULL
@@ -92,35 +92,12 @@ BEGIN
     UPDATE rounds SET dispatched = dispatched + 1 WHERE job_id = p_job AND round_idx = p_round;
     RETURN 'assigned';
 END $$;
-CREATE FUNCTION venn_respond(p_job TEXT, p_round INTEGER, p_device TEXT,
-                             p_now DOUBLE PRECISION)
-RETURNS TEXT LANGUAGE plpgsql AS $$
-DECLARE r RECORD; a RECORD; last BOOLEAN;
-BEGIN
-    SELECT x.opened, x.closed, x.responses, x.needed, j.rounds, j.deadline_s INTO r
-        FROM rounds x JOIN jobs j ON j.job_id = x.job_id
-        WHERE x.job_id = p_job AND x.round_idx = p_round FOR UPDATE OF x;
-    SELECT assigned, responded INTO a FROM assignments
-        WHERE job_id = p_job AND round_idx = p_round AND device_id = p_device;
-    IF NOT FOUND THEN RETURN 'unknown'; END IF;
-    IF a.responded IS NOT NULL THEN RETURN 'duplicate'; END IF;
-    IF r.closed IS NOT NULL OR a.assigned < r.opened OR p_now >= r.opened + r.deadline_s
-        THEN RETURN 'late'; END IF;
-    UPDATE assignments SET responded = p_now
-        WHERE job_id = p_job AND round_idx = p_round AND device_id = p_device;
-    UPDATE rounds SET responses = responses + 1 WHERE job_id = p_job AND round_idx = p_round;
-    IF r.responses + 1 < r.needed THEN RETURN 'counted'; END IF;
-    last := p_round + 1 >= r.rounds;
-    UPDATE rounds SET closed = p_now WHERE job_id = p_job AND round_idx = p_round;
-    UPDATE jobs SET rounds_done = rounds_done + 1,
-                    finished = CASE WHEN last THEN p_now END WHERE job_id = p_job;
-    RETURN CASE WHEN last THEN 'finished' ELSE 'completed' END;
-END $$
 """
 
-V3 = """
-CREATE OR REPLACE FUNCTION venn_respond(p_job TEXT, p_round INTEGER, p_device TEXT,
-                                        p_now DOUBLE PRECISION)
+# The guarded response, as version 2 wrote it (stamped by the front-end's clock) and as version
+# 3 replaces it (stamped no earlier than its round's latest response).
+RESPOND = """
+{create} venn_respond(p_job TEXT, p_round INTEGER, p_device TEXT, p_now DOUBLE PRECISION)
 RETURNS TEXT LANGUAGE plpgsql AS $$
 DECLARE r RECORD; a RECORD; last BOOLEAN; stamp DOUBLE PRECISION;
 BEGIN
@@ -133,8 +110,7 @@ BEGIN
     IF a.responded IS NOT NULL THEN RETURN 'duplicate'; END IF;
     IF r.closed IS NOT NULL OR a.assigned < r.opened OR p_now >= r.opened + r.deadline_s
         THEN RETURN 'late'; END IF;
-    SELECT GREATEST(p_now, MAX(responded)) INTO stamp FROM assignments
-        WHERE job_id = p_job AND round_idx = p_round;
+    {stamp};
     UPDATE assignments SET responded = stamp
         WHERE job_id = p_job AND round_idx = p_round AND device_id = p_device;
     UPDATE rounds SET responses = responses + 1 WHERE job_id = p_job AND round_idx = p_round;
@@ -146,6 +122,12 @@ BEGIN
     RETURN CASE WHEN last THEN 'finished' ELSE 'completed' END;
 END $$
 """
+V2 = V2_ASSIGN + RESPOND.format(create="CREATE FUNCTION", stamp="stamp := p_now")
+V3 = RESPOND.format(
+    create="CREATE OR REPLACE FUNCTION",
+    stamp="SELECT GREATEST(p_now, MAX(responded)) INTO stamp FROM assignments\n"
+    "        WHERE job_id = p_job AND round_idx = p_round",
+)
 
 Cursor = Any  # a psycopg connection in a transaction (typed loosely: psycopg is optional)
 Step = Callable[[Cursor], None]
