@@ -59,6 +59,9 @@ endif
 # serves text models without them, so they are removed.
 VLLM_VENV   ?= .venv-vllm
 VLLM_BIN    := $(VLLM_VENV)/bin
+# its own numba cache: the two environments' numba versions differ, and a shared cache (the
+# source tree's __pycache__) is rewritten by each, so a process pays a compile of ~1 s
+VLLM_RUN    := NUMBA_CACHE_DIR=$(VLLM_VENV)/numba-cache $(VLLM_BIN)/python
 # where pip finds torch 2.13.0+cpu when its own configuration does not (e.g.
 # TORCH_INDEX=https://download.pytorch.org/whl/cpu); empty: pip's configured indexes only
 TORCH_INDEX ?=
@@ -72,14 +75,14 @@ $(VLLM_VENV)/.vllm: pyproject.toml
 	touch $@
 
 vllm-test: $(VLLM_VENV)/.vllm
-	$(VLLM_BIN)/python -m pytest -q tests/andes/integrations
+	$(VLLM_RUN) -m pytest -q tests/andes/integrations
 
 # the vLLM benchmarks (Andes inside vLLM: its cost per step, QoE under bursts) run in vLLM's
 # environment, after the others
 bench: $(VENV)/.dev $(VLLM_VENV)/.vllm
 	$(BIN)/python -m benchmarks --out results/bench
-	$(VLLM_BIN)/python -m benchmarks.bench_vllm_overhead --out results/bench
-	$(VLLM_BIN)/python -m benchmarks.bench_vllm_bursts --out results/bench
+	$(VLLM_RUN) -m benchmarks.bench_vllm_overhead --out results/bench
+	$(VLLM_RUN) -m benchmarks.bench_vllm_bursts --out results/bench
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) results .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -32,9 +32,13 @@ def row(r: RequestView) -> tuple[float, ...]:
 
 
 def rows_of(requests: Sequence[RequestView]) -> np.ndarray:
-    """`row` of each request, read from the objects (a view built without the table)."""
+    """`row` of each request, read from the objects (a view built without the table).
+    Read-only, as `RequestTable.rows` gives them: the same array type either way, so the
+    compiled kernels that take them have one version, not two."""
     data = np.array([row(r) for r in requests], dtype=np.float64)
-    return data.reshape(len(requests), len(COLUMNS))
+    data = data.reshape(len(requests), len(COLUMNS))
+    data.flags.writeable = False
+    return data
 
 
 class RequestTable:

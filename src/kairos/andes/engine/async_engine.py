@@ -26,6 +26,7 @@ from concurrent.futures import Future
 
 from kairos.andes.engine.api import EngineStats, QoESpec, SamplingParams, TokenEvent
 from kairos.andes.engine.engine import LLMEngine
+from kairos.andes.policies.warm_up import compile_kernels
 from kairos.runtime.torch_threads import TorchThread
 from kairos.sim import AsyncioClock
 
@@ -121,6 +122,7 @@ class AsyncEngine:
         driver.clock = AsyncioClock(loop, origin=self.engine.clock.origin)
         driver.on_error = self._failed
         self.engine.emit = self._publish_all
+        compile_kernels(self.engine.scheduler.policy, self.engine.latency)
         ready.set()
         driver.wake()  # requests queued before the thread started
         try:

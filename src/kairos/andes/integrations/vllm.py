@@ -50,8 +50,9 @@ from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor
 
 from kairos.andes.integrations.qoe_args import QoEArgError, parse_qoe
 from kairos.andes.integrations.settings import IntegrationSettings
+from kairos.andes.policies.warm_up import compile_kernels
 from kairos.andes.policy import Decision, SchedulerView
-from kairos.andes.request import Request, Status
+from kairos.andes.request import Request, RequestView, Status
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ class AndesScheduler(Scheduler):
         self.andes = IntegrationSettings.from_additional_config(self.vllm_config.additional_config)
         self.andes_policy = self.andes.make_policy()
         self.latency = self.andes.latency()
+        compile_kernels(self.andes_policy, self.latency)  # not in the first decision
         # the QoE clock; vLLM stamps `arrival_time` with time.time() in the API server
         self.clock: Callable[[], float] = time.time
         self.mirror: dict[str, Request] = {}  # kairos's view of each unfinished request
@@ -158,32 +160,39 @@ class AndesScheduler(Scheduler):
             # vLLM evicts from the end: the policy's first victim goes last
             self.running.sort(key=lambda r: rank.get(r.request_id, len(rank)), reverse=True)
         queued = list(self.waiting)
-        named = {r.request_id: r for r in queued}
-        _refill(
-            self.waiting, (named[v.request_id] for v in decision.admit if v.request_id in named)
-        )
-        try:
+        if _same_order(decision.admit, queued):  # the queue is already the policy's order
             out: SchedulerOutput = super().schedule(*args, **kwargs)
-        finally:
-            # newly preempted first (vLLM prepends them), then the queue as it was
-            before = {r.request_id for r in queued}
-            fresh = [r for r in self.waiting if r.request_id not in before]
-            _refill(self.waiting, [*fresh, *(r for r in queued if _waits(r))])
+        else:
+            named = {r.request_id: r for r in queued}
+            _refill(
+                self.waiting,
+                (named[v.request_id] for v in decision.admit if v.request_id in named),
+            )
+            try:
+                out = super().schedule(*args, **kwargs)
+            finally:
+                # newly preempted first (vLLM prepends them), then the queue as it was
+                before = {r.request_id for r in queued}
+                fresh = [r for r in self.waiting if r.request_id not in before]
+                _refill(self.waiting, [*fresh, *(r for r in queued if _waits(r))])
         self._after_schedule(out, now)
         return out
 
     def _after_schedule(self, out: SchedulerOutput, now: float) -> None:
+        mirror = self.mirror
         decodes = False
         for rid, n in out.num_scheduled_tokens.items():
-            decodes = decodes or (n == 1 and self.mirror[rid].generated > 0)
+            if n == 1 and mirror[rid].generated > 0:
+                decodes = True
+                break
         for rid in out.preempted_req_ids or ():
-            gone = self.mirror.get(rid)
+            gone = mirror.get(rid)
             if gone is not None and gone.status is Status.RUNNING:
                 gone.status = Status.WAITING
                 gone.computed = 0
                 gone.preemptions += 1
         for r in self.running:
-            m = self.mirror[r.request_id]
+            m = mirror[r.request_id]
             if m.status is not Status.RUNNING:
                 m.status = Status.RUNNING
                 m.admitted_at = now
@@ -195,19 +204,24 @@ class AndesScheduler(Scheduler):
     def update_from_output(
         self, scheduler_output: SchedulerOutput, model_runner_output: ModelRunnerOutput
     ) -> Any:
+        requests = self.requests
         stepped = [
-            r for rid in scheduler_output.num_scheduled_tokens if (r := self.requests.get(rid))
+            (rid, r) for rid in scheduler_output.num_scheduled_tokens if (r := requests.get(rid))
         ]
         result = super().update_from_output(scheduler_output, model_runner_output)
         now = self.clock()
-        for r in stepped:
-            mine = self.mirror.get(r.request_id)
+        mirror = self.mirror
+        for rid, r in stepped:
+            mine = mirror.get(rid)
             if mine is None:
                 continue
             for _ in range(r.num_output_tokens - mine.generated):
                 mine.deliver(now)
-            mine.computed = r.num_computed_tokens
-        self._forget(r.request_id for r in stepped if r.is_finished())
+            if rid in requests:
+                mine.computed = r.num_computed_tokens
+            else:  # finished: vLLM has freed it
+                del mirror[rid]
+                mine.status = Status.FINISHED
         return result
 
     def _token_interval(self, now: float) -> float:
@@ -221,6 +235,12 @@ def _refill(queue: RequestQueue, requests: Iterable[VllmRequest]) -> None:
     queue.remove_requests(list(queue))
     for r in list(requests):
         queue.add_request(r)
+
+
+def _same_order(admit: list[RequestView], queued: list[VllmRequest]) -> bool:
+    return len(admit) == len(queued) and all(
+        a.request_id == q.request_id for a, q in zip(admit, queued, strict=True)
+    )
 
 
 def _waits(r: VllmRequest) -> bool:
