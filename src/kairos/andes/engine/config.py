@@ -187,6 +187,9 @@ class EngineConfig(BaseModel):
     # (row_split.py): "measured" picks split or one GEMM per decode iteration by measured
     # speed (path_choice.py); "on" or "off" fixes it
     split_products: SplitProducts = "measured"
+    # the products' weights laid out once for oneDNN on a CPU (packed.py), for every product
+    # not split; the weights' memory doubles
+    packed_products: bool = True
     # every intra-op thread or one per decode iteration on a CPU, by measured speed
     # (path_choice.py): two threads on cores other processes hold ran 6.5x slower than one
     adaptive_threads: bool = True

@@ -12,8 +12,9 @@ four things make decode iterations faster, each measured where it depends on the
   the batch's order on the calling thread; lanes or one pass by measured speed
   (path_choice.py);
 - split products (row_split.py): the products of a decode-only iteration split by weight
-  rows over the threads, or each one GEMM, whichever a second `PathChoice` measured faster
-  (other iterations keep its current choice);
+  rows over the threads, or each one product against its prepacked weight (packed.py; one
+  GEMM where packing is off), whichever a second `PathChoice` measured faster (other
+  iterations keep its current choice);
 - intra-op threads: every thread the engine's thread has, or one, whichever a third
   `PathChoice` measured faster on decode-only iterations (the others follow it). On a quiet
   2-core machine the second thread made decode 1.6x faster; with a core held by another
@@ -23,7 +24,7 @@ four things make decode iterations faster, each measured where it depends on the
 
 Each path stages its decode contexts on its own; switching path flushes and drops the other's.
 `cpu_hook` builds the hook for an engine's settings (None when none of it applies) and puts
-the split products into the model; the engine's builder passes it to `LLMEngine`.
+the CPU products (packed.py) into the model; the engine's builder passes it to `LLMEngine`.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ from kairos.andes.decisions import Iteration
 from kairos.andes.engine.attention import AttentionBatch, StageMode
 from kairos.andes.engine.config import EngineConfig
 from kairos.andes.engine.cpu.lanes import DecodeLanes
+from kairos.andes.engine.cpu.packed import PackedWeights, cpu_products, model_weights
+from kairos.andes.engine.cpu.packed import available as packing_available
 from kairos.andes.engine.cpu.path_choice import PathChoice
-from kairos.andes.engine.cpu.row_split import SPLIT_PRODUCTS, splitting
+from kairos.andes.engine.cpu.row_split import splitting
 from kairos.andes.engine.cpu.staging import DecodeStage
 from kairos.andes.engine.kv_cache import KVCache, LayerKV
 from kairos.andes.engine.model import LlamaForCausalLM
@@ -76,10 +79,12 @@ def cpu_hook(
     lanes = config.decode_lanes if cpu else 0
     split = config.split_products if cpu else "off"
     threads = config.adaptive_threads and cpu
-    if not stage and lanes < 2 and split == "off" and not threads:
+    packed = config.packed_products and cpu and packing_available()
+    if not stage and lanes < 2 and split == "off" and not threads and not packed:
         return None
-    if split != "off":
-        model.use_products(SPLIT_PRODUCTS)
+    if split != "off" or packed:
+        weights = PackedWeights(model_weights(model)) if packed else None
+        model.use_products(cpu_products(weights, split=split != "off"))
     return CpuHook(
         model,
         cache,

@@ -32,8 +32,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kairos.andes.engine.model import Products
-
 MAX_ROWS = 64  # activation rows up to which a product is split
 
 _here = threading.local()  # per thread: a runner's choice holds on its own thread only
@@ -99,6 +97,3 @@ def linear_add(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) ->
     if k < 2:
         return torch.addmm(residual, x, weight.t())
     return _split(x, weight, k).add_(residual)
-
-
-SPLIT_PRODUCTS = Products(linear, linear_add)  # what a model computes with once split is on
