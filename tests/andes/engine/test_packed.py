@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kairos.andes.engine.api import SamplingParams
+from kairos.andes.engine.config import SplitProducts
 from kairos.andes.engine.cpu import packed
 from kairos.andes.engine.cpu.packed import PackedWeights, cpu_products
 
@@ -71,8 +72,9 @@ def test_every_product_of_a_float32_engine_is_packed(lookups: list[bool]) -> Non
 def test_greedy_tokens_are_the_same_packed_or_not() -> None:
     ps = prompts(5, seed=4)
     params = [SamplingParams(max_tokens=12, temperature=0, ignore_eos=True)] * len(ps)
+    settings: list[tuple[SplitProducts, bool]] = [("off", True), ("off", False), ("measured", True)]
     runs = [
         drive(make_engine(dtype="float32", split_products=split, packed_products=pack), ps, params)
-        for split, pack in (("off", True), ("off", False), ("measured", True))
+        for split, pack in settings
     ]
     assert runs[0] == runs[1] == runs[2]
