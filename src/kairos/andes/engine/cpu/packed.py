@@ -28,7 +28,9 @@ from collections.abc import Iterable
 import torch
 import torch.nn.functional as F
 
-from kairos.andes.engine.cpu import row_split
+from kairos.andes.engine.cpu.row_split import blocks_for
+from kairos.andes.engine.cpu.row_split import linear as split_linear
+from kairos.andes.engine.cpu.row_split import linear_add as split_linear_add
 from kairos.andes.engine.model import DecoderLayer, LlamaForCausalLM, Products
 
 ROWS_HINT = 16  # the row count oneDNN is told to lay the weights out for (a decode batch)
@@ -89,16 +91,16 @@ def cpu_products(weights: PackedWeights | None, split: bool = True) -> Products:
     def linear(
         x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     ) -> torch.Tensor:
-        if split and row_split.blocks_for(x, weight) >= 2:
-            return row_split.linear(x, weight, bias)
+        if split and blocks_for(x, weight) >= 2:
+            return split_linear(x, weight, bias)
         packed = weights.get(weight) if weights is not None else None
         if not _usable(x, packed):
             return F.linear(x, weight, bias)
         return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
 
     def linear_add(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        if split and row_split.blocks_for(x, weight) >= 2:
-            return row_split.linear_add(residual, x, weight)
+        if split and blocks_for(x, weight) >= 2:
+            return split_linear_add(residual, x, weight)
         packed = weights.get(weight) if weights is not None else None
         if not _usable(x, packed):
             return torch.addmm(residual, x, weight.t())
