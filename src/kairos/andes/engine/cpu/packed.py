@@ -1,15 +1,12 @@
 """Matrix products against weights prepacked for oneDNN, on a CPU.
 
-Why. torch's `linear` on the CPU wheel we pin sends a float32 product to MKL's sgemm, which
-re-lays the weight out in its own blocked format on every call. For a prefill that cost is
-shared by many rows; for a decode step (one row per sequence) it is most of the product.
-oneDNN, which the same wheel carries, can lay a weight out once, ahead of time
+Why. torch's `linear` on the CPU wheel we pin hands a float32 product to MKL's sgemm, which
+at decode sizes (one row per sequence) reads the weight far below the machine's streaming
+rate. oneDNN, which the same wheel carries, can lay a weight out once, ahead of time
 (`mkldnn._reorder_linear_weight`), and multiply against that layout from then on
-(`mkldnn._linear_pointwise`). Measured on this project's 2-core AMD EPYC, summed over the
-56M-parameter anchor model's products (docs/andes.md, "Prepacked products"), the packed
-product was faster than `linear` at every row count from 1 to 4,096, and at 16-64 rows
-faster than the row split (row_split.py), which it then replaces where the hook's measured
-choice says so.
+(`mkldnn._linear_pointwise`). `bench_engine` measures both: the decode products' read rates
+(plain, split, packed) in its roofline, and the engine with and without packing side by side
+("ours, products not packed"); docs/andes.md, "Prepacked products", has the numbers.
 
 How. `PackedWeights` packs each given weight once, when the engine is built (the weights are
 final by then, as `LlamaForCausalLM.fuse` also requires), and keeps the layout beside the
