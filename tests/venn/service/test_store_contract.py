@@ -192,3 +192,22 @@ def test_an_attempt_is_over_at_its_deadline_before_it_is_judged(store: VennStore
     assert store.try_respond("j1", 0, "d0", 110.0) is Respond.LATE
     rnd = store.open_round("j1")
     assert rnd is not None and (rnd.dispatched, rnd.responses) == (1, 0)
+
+
+def test_retries_that_passed_their_own_deadlines_abort_empty_in_one_judgement(
+    store: VennStore,
+) -> None:
+    j, _ = store.register(job(demand=3, deadline_s=10.0), None, "")
+    store.try_open(first_round(j))  # due at 110; retries open at 110.5, 121, 131.5, ...
+    store.try_assign("j1", 0, "d0", 101.0, 1.0)
+    # judged first at 135 (a front-end paused for 25 s): the attempt it held and the two
+    # retries whose deadlines (120.5, 131) passed unreached abort; the third is open
+    judged = store.judge_deadlines(135.0, resubmit_s=0.5)
+    assert [(r.opened, r.dispatched, ok) for r, ok in judged] == [
+        (100.0, 1, False),
+        (110.5, 0, False),
+        (121.0, 0, False),
+    ]
+    assert store.open_round("j1") == RoundRow("j1", 0, 3, 2, 131.5, 0, 0, None)
+    assert store.try_assign("j1", 0, "d1", 135.0, 1.0) is Assign.ASSIGNED
+    assert store.judge_deadlines(135.0, resubmit_s=0.5) == []

@@ -33,8 +33,10 @@ from kairos.venn.service.store_api import (
     Respond,
     RoundRow,
     StoreUnavailable,
+    empty_attempt,
     finite,
     key_reused,
+    retries,
     verdict,
 )
 
@@ -264,8 +266,9 @@ class PostgresStore:
         return Respond(row["got"])
 
     def judge_deadlines(self, now: float, resubmit_s: float) -> list[tuple[RoundRow, bool]]:
-        """Judge every attempt past its deadline; rows another front-end is judging (or
-        writing) are skipped (SKIP LOCKED), so each attempt is judged once."""
+        """Judge every attempt past its deadline (and its retries that passed theirs,
+        `retries`); rows another front-end is judging (or writing) are skipped (SKIP LOCKED),
+        so each attempt is judged once."""
         judged: list[tuple[RoundRow, bool]] = []
         with self._tx("deadlines") as conn:
             self.trips["deadlines"] += 1
@@ -290,11 +293,15 @@ class PostgresStore:
                     conn.execute(CLOSE_ROUND, (due, rnd.job_id, rnd.round_idx))
                     conn.execute(COUNT_ROUND, (due if last else None, rnd.job_id))
                 else:
+                    again = retries(due, job.deadline_s, resubmit_s, now)
                     conn.execute(
                         "UPDATE rounds SET opened = %s, dispatched = 0, responses = 0 "
                         "WHERE job_id = %s AND round_idx = %s",
-                        (due + resubmit_s, rnd.job_id, rnd.round_idx),
+                        (again[-1], rnd.job_id, rnd.round_idx),
                     )
+                    judged.append((rnd, ok))
+                    judged += [(empty_attempt(rnd, at), False) for at in again[:-1]]
+                    continue
                 judged.append((rnd, ok))
         return judged
 

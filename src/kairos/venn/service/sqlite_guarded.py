@@ -15,8 +15,10 @@ from kairos.venn.service.store_api import (
     OpenJob,
     Respond,
     RoundRow,
+    empty_attempt,
     finite,
     key_reused,
+    retries,
     verdict,
 )
 
@@ -157,7 +159,8 @@ class GuardedWrites:
     def judge_deadlines(self, now: float, resubmit_s: float) -> list[tuple[RoundRow, bool]]:
         """Apply the deadline verdict to every attempt whose deadline passed by `now`, at its
         due time: a success closes it, an abort reopens it `resubmit_s` after its deadline
-        with nothing dispatched. Returns each judged attempt as it stood, and the verdict."""
+        with nothing dispatched (and retries that passed their own deadlines by `now` abort
+        empty, `retries`). Returns each judged attempt as it stood, and the verdict."""
         self.trips["deadlines"] += 1
         judged: list[tuple[RoundRow, bool]] = []
         with self.tx() as db:
@@ -176,13 +179,15 @@ class GuardedWrites:
                 due = rnd.opened + deadline_s
                 if ok:
                     self._close(db, rnd.job_id, rnd.round_idx, due, rnd.round_idx + 1 >= job.rounds)
-                else:
+                judged.append((rnd, ok))
+                if not ok:
+                    again = retries(due, deadline_s, resubmit_s, now)
                     db.execute(
                         "UPDATE rounds SET opened = ?, dispatched = 0, responses = 0 "
                         "WHERE job_id = ? AND round_idx = ?",
-                        (due + resubmit_s, rnd.job_id, rnd.round_idx),
+                        (again[-1], rnd.job_id, rnd.round_idx),
                     )
-                judged.append((rnd, ok))
+                    judged += [(empty_attempt(rnd, at), False) for at in again[:-1]]
         return judged
 
 

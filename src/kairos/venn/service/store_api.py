@@ -168,6 +168,24 @@ def verdict(job: JobRow, rnd: RoundRow) -> bool:
     return job.rule.succeeds_at_deadline(rnd.demand, rnd.dispatched, rnd.responses)
 
 
+def empty_attempt(rnd: RoundRow, opened: float) -> RoundRow:
+    """A retry of `rnd` opened at `opened` that no device reached."""
+    return RoundRow(rnd.job_id, rnd.round_idx, rnd.demand, rnd.needed, opened, 0, 0, None)
+
+
+def retries(due: float, deadline_s: float, resubmit_s: float, now: float) -> list[float]:
+    """When the retries of a round that aborted at `due` open, up to `now`: each `resubmit_s`
+    after the previous attempt's deadline (the driver's arithmetic, so both compute the same
+    times). A retry whose deadline also passed by `now` was never open to a device (its row
+    still held the earlier attempt, which refuses every write), so it aborted empty; the last
+    is the attempt to store. A front-end that did not judge for longer than a deadline (a
+    pause, a database restart) catches up in one judgement, as the driver's `advance` does."""
+    opened = [due + resubmit_s]
+    while opened[-1] + deadline_s <= now:
+        opened.append(opened[-1] + deadline_s + resubmit_s)
+    return opened
+
+
 def key_reused(key: str) -> KeyReusedError:
     return KeyReusedError(
         f"Idempotency-Key '{key}' was used for a different job registration; "
