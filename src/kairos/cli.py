@@ -199,9 +199,27 @@ def report_cmd(
             console.print(f"wrote {path}")
 
 
+@app.command("cite")
+def cite_cmd(
+    files: Annotated[
+        list[Path], typer.Argument(help="Result files under results/ that the docs quote.")
+    ],
+) -> None:
+    """Copy result files to docs/results/ and render every numbers block of README.md and
+    docs/*.md from them again (run from the repository's root)."""
+    from kairos.report.cited import CitationError, cite
+
+    try:
+        changed = cite(files, Path.cwd())
+    except (CitationError, OSError, ValueError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="FILES") from None
+    for path in changed:
+        console.print(f"wrote {path}")
+
+
 def add_systems(root: typer.Typer, systems: Mapping[str, System]) -> None:
     """Each system's group (`kairos <name>`) and its root commands (such as `kairos serve`)."""
-    taken = {"trace": "the shared layer", "report": "the shared layer"}
+    taken = {"trace": "the shared layer", "report": "the shared layer", "cite": "the shared layer"}
     for name, spec in systems.items():
         for command in [*spec.commands, name]:
             if command in taken:

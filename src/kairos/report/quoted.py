@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kairos.report.cited import rewrite
 from kairos.report.headlines import HEADLINES, interval, locate, seeds
 
 PUBLISHED = Path("docs/results/headlines.json")
@@ -127,11 +128,4 @@ def publish(site: Path, root: Path) -> list[Path]:
     out = root / PUBLISHED
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(pub, indent=1, sort_keys=True) + "\n")
-    changed = [out]
-    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
-        text = doc.read_text()
-        new = sync(text, pub)
-        if new != text:
-            doc.write_text(new)
-            changed.append(doc)
-    return changed
+    return [out, *rewrite(root, lambda text: sync(text, pub))]
