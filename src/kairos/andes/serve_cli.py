@@ -184,7 +184,10 @@ def train_builtin_command(
     report = None if retrain else read_report(entry)
     if report is None:
         report = train_into_cache()
-    numbers = json.dumps(describe(report, entry), indent=2)
+    from kairos.report.results import provenance
+
+    found = describe(report, entry) | {"provenance": provenance().model_dump()}
+    numbers = json.dumps(found, indent=2)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(numbers + "\n")

@@ -11,6 +11,7 @@ import torch
 
 from kairos.andes.engine import builtin_training as bt
 from kairos.andes.engine.api import QoESpec, SamplingParams
+from kairos.andes.engine.attention import AttentionBatch
 from kairos.andes.engine.config import BUILTIN_NAME, EngineConfig, ModelConfig
 from kairos.andes.engine.engine import LLMEngine
 from kairos.andes.serve_cli import served_model
@@ -54,6 +55,22 @@ def test_training_is_deterministic_from_its_seed_and_lowers_the_loss() -> None:
     assert report.tokens_seen == 30 * 2 * 32
     # training runs on one thread with deterministic kernels, and puts both back
     assert torch.get_num_threads() == threads and not torch.are_deterministic_algorithms_enabled()
+
+
+def test_windows_trained_in_one_pass_each_see_only_themselves() -> None:
+    """One pass over several windows is the mean of a pass per window: each restarts its
+    positions and attends to none of the others (a single causal span over all of them, the
+    mutant, gives the later windows context they would not have)."""
+    model = bt.random_model(SMALL.model, seed=0)
+    windows = torch.randint(0, 256, (3, 17), generator=torch.Generator().manual_seed(0))
+    alone = torch.stack([bt.windows_loss(model, w[None]) for w in windows]).mean()
+    assert torch.allclose(bt.windows_loss(model, windows), alone, rtol=1e-5, atol=0)
+    tokens, n = windows[:, :-1].reshape(-1), 16
+    spanned = AttentionBatch.dense(3 * n, tokens.device)
+    spanned.last_index = torch.arange(3 * n)
+    hidden = model.hidden(tokens, torch.arange(n).repeat(3), spanned)
+    mutant = torch.nn.functional.cross_entropy(model.logits(hidden), windows[:, 1:].reshape(-1))
+    assert not torch.allclose(mutant, alone, rtol=1e-5, atol=0)
 
 
 def test_the_training_text_is_the_prose_of_pythons_own_reference() -> None:

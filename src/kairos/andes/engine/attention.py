@@ -168,11 +168,13 @@ class AttentionBatch:
         return batch
 
     @classmethod
-    def dense(cls, length: int, device: torch.device) -> AttentionBatch:
+    def dense(cls, length: int, device: torch.device, sequences: int = 1) -> AttentionBatch:
+        """`sequences` back-to-back sequences of `length` tokens each, no cache: each attends
+        causally to itself (training runs several windows through one pass this way)."""
         return cls(
             slot_mapping=None,
-            last_index=torch.tensor([length - 1], device=device),
-            prefills=[PrefillSpan(0, length, 0, None, None)],
+            last_index=torch.arange(1, sequences + 1, device=device) * length - 1,
+            prefills=[PrefillSpan(i * length, length, 0, None, None) for i in range(sequences)],
         )
 
 
@@ -248,9 +250,13 @@ def paged_attention(
     kv: LayerKV | None,
 ) -> torch.Tensor:
     """q [T, H, D], k/v [T, Hkv, D]; caches [Hkv, blocks, block_size, D]. Returns [T, H, D]."""
-    if batch.slot_mapping is None or kv is None:
-        (span,) = batch.prefills  # dense: one sequence, no cache
-        return _attend(q, k.transpose(0, 1), v.transpose(0, 1), span.mask)
+    if batch.slot_mapping is None or kv is None:  # dense: no cache, each span on its own
+        spans = [slice(s.first, s.first + s.length) for s in batch.prefills]
+        if len(spans) == 1:
+            return _attend(q, k.transpose(0, 1), v.transpose(0, 1), batch.prefills[0].mask)
+        return torch.cat(
+            [_attend(q[s], k[s].transpose(0, 1), v[s].transpose(0, 1), None) for s in spans]
+        )
     hkv, nb, bs, d = kv.k.shape
     if batch.stage != "reuse":  # a reuse writes the staged rows; the runner flushes them
         kv.k.view(hkv, nb * bs, d).index_copy_(1, batch.slot_mapping, k.transpose(0, 1))
