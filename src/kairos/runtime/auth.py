@@ -15,10 +15,12 @@ from kairos.runtime.errors import APIError
 
 
 def api_key_dependency(api_key: str | None) -> Any:
-    """A FastAPI dependency that enforces the key when one is set (None: open access)."""
+    """A FastAPI dependency that enforces the key when one is set (None: open access). It is
+    a coroutine: FastAPI runs a plain function dependency in its thread pool, a thread hop on
+    every request for a check that never blocks."""
     expected = api_key.encode() if api_key else None
 
-    def require_key(request: Request) -> None:
+    async def require_key(request: Request) -> None:
         if expected is None:
             return
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
