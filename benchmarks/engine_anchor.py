@@ -142,10 +142,12 @@ def run_ours(
     lanes: int = 0,
     split_products: SplitProducts = "measured",
     packed_products: bool = True,
+    split_rows: int | None = None,
 ) -> Run:
     """Every request added at once, each with its own output length; steps until done.
-    `lanes`: the engine's `decode_lanes` (lanes.py; 0, the default: none); `split_products`
-    and `packed_products` the engine's settings of those names (row_split.py, packed.py).
+    `lanes`: the engine's `decode_lanes` (lanes.py; 0, the default: none); `split_products`,
+    `packed_products` and `split_rows` the engine's settings of those names (row_split.py,
+    packed.py, split_rows.py).
 
     The engine runs where the model's weights are, in their dtype: its "auto" device would
     move them to a GPU when one is present (in bfloat16), which made a CPU anchor compare our
@@ -164,6 +166,7 @@ def run_ours(
             decode_lanes=lanes,
             split_products=split_products,
             packed_products=packed_products,
+            split_rows=split_rows,
             device=str(weights.device),
             dtype=str(weights.dtype).removeprefix("torch."),
         ),

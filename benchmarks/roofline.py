@@ -18,7 +18,6 @@ packed products (`packed.py`), beside the streaming rate.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 
 import torch
@@ -27,31 +26,22 @@ import torch.nn.functional as F
 from kairos.andes.engine.config import ModelConfig
 from kairos.andes.engine.cpu import row_split
 from kairos.andes.engine.cpu.packed import PackedWeights, cpu_products
+from kairos.andes.engine.cpu.split_rows import best_seconds
 from kairos.andes.engine.model import DecoderLayer, LlamaForCausalLM
 
 FLOAT = 4  # bytes per float32
 
 
-def _best(fn: Callable[[], object], reps: int) -> float:
-    fn()  # warm-up: first calls set up kernels and touch pages
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def gemm_flops(n: int = 2048, reps: int = 5) -> float:
     """FLOP/s of one n x n x n float32 GEMM, best of `reps`."""
     a, b = torch.randn(n, n), torch.randn(n, n)
-    return 2.0 * n**3 / _best(lambda: torch.mm(a, b), reps)
+    return 2.0 * n**3 / best_seconds(lambda: torch.mm(a, b), reps)
 
 
 def read_bytes_per_s(mib: int = 512, reps: int = 5) -> float:
     """Bytes/s of summing a `mib`-MiB float32 tensor (a read of every element), best of `reps`."""
     x = torch.ones(mib * 2**20 // FLOAT)
-    return x.numel() * FLOAT / _best(lambda: x.sum(), reps)
+    return x.numel() * FLOAT / best_seconds(lambda: x.sum(), reps)
 
 
 def _linear_params(cfg: ModelConfig) -> tuple[int, int]:
@@ -98,7 +88,7 @@ def _product_s(
     w: torch.Tensor,
     reps: int,
 ) -> float:
-    return _best(lambda: linear(x, w), reps)
+    return best_seconds(lambda: linear(x, w), reps)
 
 
 def product_read_rates(model: LlamaForCausalLM, rows: int, reps: int = 20) -> dict[str, float]:

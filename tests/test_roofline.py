@@ -47,7 +47,7 @@ def test_product_rates_count_one_layers_products_and_the_vocabulary(
 ) -> None:
     """Every product timed at 0.5 s: the rate is one layer's weights (q|k|v, o, gate|up,
     down) plus the vocabulary projection's, in bytes, over 5 x 0.5 s."""
-    monkeypatch.setattr(roofline, "_best", lambda fn, reps: (fn(), 0.5)[1])
+    monkeypatch.setattr(roofline, "best_seconds", lambda fn, reps: (fn(), 0.5)[1])
     rates = roofline.product_read_rates(random_model(TINY, seed=0), rows=4, reps=1)
     layers, vocab = roofline._linear_params(TINY)
     rate = (layers / 2 + vocab) * 4 / 2.5

@@ -68,9 +68,10 @@ def make_engine(
     split_products: SplitProducts = "measured",
     adaptive_threads: bool = False,
     packed_products: bool = True,
+    split_rows: int | None = 64,
 ) -> LLMEngine:
-    """`adaptive_threads` is off unless asked: the tests' counts must not follow the timings
-    of a shared machine."""
+    """`adaptive_threads` is off unless asked, and the split's row crossover fixed (None
+    measures it): the tests' counts must not follow the timings of a shared machine."""
     cfg = EngineConfig(
         dtype=dtype,
         device="cpu",
@@ -87,6 +88,7 @@ def make_engine(
         split_products=split_products,
         adaptive_threads=adaptive_threads,
         packed_products=packed_products,
+        split_rows=split_rows,
     )
     return build_engine(
         cfg,

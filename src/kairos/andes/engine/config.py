@@ -187,6 +187,9 @@ class EngineConfig(BaseModel):
     # (row_split.py): "measured" picks split or one GEMM per decode iteration by measured
     # speed (path_choice.py); "on" or "off" fixes it
     split_products: SplitProducts = "measured"
+    # activation rows up to which a product splits rather than taking its packed layout;
+    # None: measured when the engine is built (split_rows.py), where both apply
+    split_rows: int | None = Field(None, ge=0, le=64)
     # the products' weights laid out once for oneDNN on a CPU (packed.py), for every product
     # not split; the weights' memory doubles
     packed_products: bool = True

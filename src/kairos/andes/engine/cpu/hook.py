@@ -14,7 +14,8 @@ four things make decode iterations faster, each measured where it depends on the
 - split products (row_split.py): the products of a decode-only iteration split by weight
   rows over the threads, or each one product against its prepacked weight (packed.py; one
   GEMM where packing is off), whichever a second `PathChoice` measured faster (other
-  iterations keep its current choice);
+  iterations keep its current choice); with packing, only products of at most `split_rows`
+  activation rows split, the crossover measured when the hook is built (split_rows.py);
 - intra-op threads: every thread the engine's thread has, or one, whichever a third
   `PathChoice` measured faster on decode-only iterations (the others follow it). On a quiet
   2-core machine the second thread made decode 1.6x faster; with a core held by another
@@ -44,7 +45,8 @@ from kairos.andes.engine.cpu.lanes import DecodeLanes
 from kairos.andes.engine.cpu.packed import PackedWeights, cpu_products, model_weights
 from kairos.andes.engine.cpu.packed import available as packing_available
 from kairos.andes.engine.cpu.path_choice import PathChoice
-from kairos.andes.engine.cpu.row_split import splitting
+from kairos.andes.engine.cpu.row_split import MAX_ROWS, splitting
+from kairos.andes.engine.cpu.split_rows import measure_split_rows, sample_weights
 from kairos.andes.engine.cpu.staging import DecodeStage
 from kairos.andes.engine.kv_cache import KVCache, LayerKV
 from kairos.andes.engine.model import LlamaForCausalLM
@@ -82,10 +84,20 @@ def cpu_hook(
     packed = config.packed_products and cpu and packing_available()
     if not stage and lanes < 2 and split == "off" and not threads and not packed:
         return None
+    rows = MAX_ROWS
     if split != "off" or packed:
         weights = PackedWeights(model_weights(model)) if packed else None
-        model.use_products(cpu_products(weights, split=split != "off"))
-    return CpuHook(
+        if config.split_rows is not None:
+            rows = config.split_rows
+        elif weights is not None and split != "off":
+            # at least one row: alone is where splitting gained most, and a measurement taken
+            # while another process holds a core (a team of two threads then waits for a
+            # parked one) says 0; the iteration's measured choice still decides, later
+            rows = max(1, measure_split_rows(weights, sample_weights(model, weights)))
+        if rows == 0:  # packed wins at every size: nothing to split, nothing to choose
+            split = "off"
+        model.use_products(cpu_products(weights, split=split != "off", split_rows=rows))
+    hook = CpuHook(
         model,
         cache,
         stage_decodes=stage,
@@ -94,6 +106,8 @@ def cpu_hook(
         split_products=split,
         adaptive_threads=threads,
     )
+    hook.split_rows = rows if split != "off" else 0
+    return hook
 
 
 class CpuHook:
@@ -125,6 +139,7 @@ class CpuHook:
         self.lane_choice = PathChoice() if self.lanes and adaptive_lanes else None
         self.split_choice = PathChoice() if split_products == "measured" else None
         self.split_fixed = split_products != "off"  # without a choice
+        self.split_rows = MAX_ROWS  # products with more activation rows never split
         self.split_iterations = 0
         self.thread_choice = PathChoice(max_period=THREADS_MAX_PERIOD) if adaptive_threads else None
         self.one_thread_iterations = 0

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 import torch
 import torch.nn.functional as F
 
-from kairos.andes.engine.cpu.row_split import blocks_for
+from kairos.andes.engine.cpu.row_split import MAX_ROWS, blocks_for
 from kairos.andes.engine.cpu.row_split import linear as split_linear
 from kairos.andes.engine.cpu.row_split import linear_add as split_linear_add
 from kairos.andes.engine.model import DecoderLayer, LlamaForCausalLM, Products
@@ -81,22 +81,38 @@ def _usable(x: torch.Tensor, packed: torch.Tensor | None) -> bool:
     return packed is not None and x.dtype == torch.float32 and x.device.type == "cpu"
 
 
-def cpu_products(weights: PackedWeights | None, split: bool = True) -> Products:
-    """Split where the row split applies (`split`), else packed where packed, else
-    `linear`."""
+def packed_linear(
+    weights: PackedWeights | None,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """`F.linear(x, weight, bias)` through the weight's packed layout where it has one."""
+    packed = weights.get(weight) if weights is not None else None
+    if not _usable(x, packed):
+        return F.linear(x, weight, bias)
+    return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+
+
+def cpu_products(
+    weights: PackedWeights | None, split: bool = True, split_rows: int = MAX_ROWS
+) -> Products:
+    """Split where the row split applies (`split`) and the product has at most `split_rows`
+    activation rows (split_rows.py measures the crossover with packing), else packed where
+    packed, else `linear`."""
+
+    def splits(x: torch.Tensor, weight: torch.Tensor) -> bool:
+        return split and x.shape[0] <= split_rows and blocks_for(x, weight) >= 2
 
     def linear(
         x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     ) -> torch.Tensor:
-        if split and blocks_for(x, weight) >= 2:
+        if splits(x, weight):
             return split_linear(x, weight, bias)
-        packed = weights.get(weight) if weights is not None else None
-        if not _usable(x, packed):
-            return F.linear(x, weight, bias)
-        return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+        return packed_linear(weights, x, weight, bias)
 
     def linear_add(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        if split and blocks_for(x, weight) >= 2:
+        if splits(x, weight):
             return split_linear_add(residual, x, weight)
         packed = weights.get(weight) if weights is not None else None
         if not _usable(x, packed):
