@@ -33,7 +33,10 @@
    `ours_over` is ours' speed over its), and so do "ours, one GEMM per product": our engine
    with its decode-sized products left whole (`split_products="off"`; ours measures per
    iteration whether splitting them over the threads is faster, row_split.py), which shows
-   what the split gains, and "ours, products not packed" (`packed_products=False`: torch's
+   what the split gains, "ours, split at every decode size" (`split_rows=64`: ours splits
+   only products of at most the row count where splitting beat packing when the engine was
+   built, split_rows.py), which shows what that crossover gains, and "ours, products not
+   packed" (`packed_products=False`: torch's
    `linear` where ours multiplies against weights laid out once for oneDNN, packed.py),
    which shows what packing gains. Ours and both transformers runners also run once per
    round on one intra-op thread: `threads_speedup` is their decode time on one thread over
@@ -76,6 +79,7 @@ from benchmarks.vllm_anchor import VllmWorker, vllm_python
 from kairos.andes.engine.api import SamplingParams
 from kairos.andes.engine.config import EngineConfig
 from kairos.andes.engine.cpu import build_engine
+from kairos.andes.engine.cpu.row_split import MAX_ROWS
 from kairos.andes.engine.engine import LLMEngine
 from kairos.andes.engine.model import Attention, DecoderLayer, LlamaForCausalLM
 from kairos.andes.engine.weights import random_model
@@ -237,6 +241,7 @@ def against_transformers(quick: bool) -> tuple[list[dict[str, Any]], dict[str, A
                 runners[LANES] = partial(run_ours, model, prompts, outs, lanes=threads)
             runners[UNSPLIT] = partial(run_ours, model, prompts, outs, split_products="off")
             runners[UNPACKED] = partial(run_ours, model, prompts, outs, packed_products=False)
+            runners[SPLIT_ALL] = partial(run_ours, model, prompts, outs, split_rows=MAX_ROWS)
             runners["transformers static"] = partial(run_static, hf, prompts, outs)
             runners["transformers continuous"] = partial(run_continuous, hf, prompts, outs)
             if vllm is not None:
@@ -272,6 +277,8 @@ VLLM = "vllm cpu"
 LANES = "ours, decode lanes"
 # our engine with every product in one op (row_split.py off)
 UNSPLIT = "ours, one GEMM per product"
+# our engine splitting products of any decode size, not only up to its measured crossover
+SPLIT_ALL = "ours, split at every decode size"
 # our engine with torch's `linear` for the products it does not split (packed.py off)
 UNPACKED = "ours, products not packed"
 # runners also timed on one intra-op thread: how much faster the second thread makes decode
