@@ -22,7 +22,6 @@ the file lacks is an error (StrictUndefined), not an empty cell.
 from __future__ import annotations
 
 import json
-import math
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -74,15 +73,11 @@ def pick(rows: Sequence[Mapping[str, Any]], **match: Any) -> Mapping[str, Any]:
     return found[0]
 
 
-def _finite(x: Any) -> bool:
-    return isinstance(x, int | float) and math.isfinite(x)
-
-
 _ENV = SandboxedEnvironment(
     undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True
 )
 _ENV.globals.update(fixed=fixed, pct=pct, thousands=thousands, ratio=ratio, pick=pick,
-                    finite=_finite, min=min, max=max)  # fmt: skip
+                    min=min, max=max)  # fmt: skip
 
 
 def render(template: str, data: Mapping[str, Any]) -> str:
@@ -126,16 +121,23 @@ def drift(text: str, root: Path, name: str) -> list[str]:
         except CitationError as exc:
             problems.append(f"{name}:{line}: {exc}")
             continue
-        got_lines, want_lines = m["body"].splitlines(), want.splitlines()
-        for i in range(max(len(got_lines), len(want_lines))):
-            got = got_lines[i] if i < len(got_lines) else "(missing line)"
-            if got != (want_lines[i] if i < len(want_lines) else None):
-                problems.append(
-                    f"{name}:{line + i}: differs from {CITED / m['file']} "
-                    f"(kairos cite writes both): {got!r}"
-                )
-                break
+        if m["body"] != want:
+            i, got = first_difference(m["body"], want)
+            problems.append(
+                f"{name}:{line + i}: differs from {CITED / m['file']} "
+                f"(kairos cite writes both): {got!r}"
+            )
     return problems
+
+
+def first_difference(got: str, want: str) -> tuple[int, str]:
+    """The index of the first line where `got` and `want` differ, and `got`'s line there."""
+    got_lines, want_lines = got.splitlines(), want.splitlines()
+    i = next(
+        (i for i, (a, b) in enumerate(zip(got_lines, want_lines, strict=False)) if a != b),
+        min(len(got_lines), len(want_lines)),
+    )
+    return i, got_lines[i] if i < len(got_lines) else "(missing line)"
 
 
 def documents(root: Path) -> list[Path]:

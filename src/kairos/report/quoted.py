@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kairos.report.cited import rewrite
+from kairos.report.cited import first_difference, rewrite
 from kairos.report.headlines import HEADLINES, interval, locate, seeds
 
 PUBLISHED = Path("docs/results/headlines.json")
@@ -108,15 +108,11 @@ def drift(text: str, pub: Mapping[str, Any], name: str) -> list[str]:
     for m in BLOCK.finditer(text):
         want = render(pub, _systems(m["what"]))
         if m["body"] != want:
-            got_lines, want_lines = m["body"].splitlines(), want.splitlines()
-            first = next(
-                (i for i, (a, b) in enumerate(zip(got_lines, want_lines, strict=False)) if a != b),
-                min(len(got_lines), len(want_lines)),
-            )
+            first, got = first_difference(m["body"], want)
             line = text.count("\n", 0, m.start("body")) + 1 + first
             problems.append(
                 f"{name}:{line}: differs from {PUBLISHED} (kairos report --publish writes both): "
-                f"{got_lines[first] if first < len(got_lines) else '(missing line)'!r}"
+                f"{got!r}"
             )
     return problems
 

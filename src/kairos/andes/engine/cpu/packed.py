@@ -77,8 +77,12 @@ def model_weights(model: LlamaForCausalLM) -> list[torch.Tensor]:
     return out
 
 
-def _usable(x: torch.Tensor, packed: torch.Tensor | None) -> bool:
-    return packed is not None and x.dtype == torch.float32 and x.device.type == "cpu"
+def _packed_for(
+    weights: PackedWeights | None, x: torch.Tensor, weight: torch.Tensor
+) -> torch.Tensor | None:
+    """The weight's packed layout when it has one and `x` can use it (float32 on the CPU)."""
+    packed = weights.get(weight) if weights is not None else None
+    return packed if x.dtype == torch.float32 and x.device.type == "cpu" else None
 
 
 def packed_linear(
@@ -88,8 +92,8 @@ def packed_linear(
     bias: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """`F.linear(x, weight, bias)` through the weight's packed layout where it has one."""
-    packed = weights.get(weight) if weights is not None else None
-    if not _usable(x, packed):
+    packed = _packed_for(weights, x, weight)
+    if packed is None:
         return F.linear(x, weight, bias)
     return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
 
@@ -114,8 +118,8 @@ def cpu_products(
     def linear_add(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         if splits(x, weight):
             return split_linear_add(residual, x, weight)
-        packed = weights.get(weight) if weights is not None else None
-        if not _usable(x, packed):
+        packed = _packed_for(weights, x, weight)
+        if packed is None:
             return torch.addmm(residual, x, weight.t())
         y = torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
         return y.add_(residual)
