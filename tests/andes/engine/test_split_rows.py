@@ -42,13 +42,14 @@ def test_products_split_up_to_the_crossover_and_are_packed_above(
     assert split_calls == [1, 4]
 
 
-def _timed(slow_from: int, fast_s: float) -> object:
-    """A stand-in product that takes 5 ms from `slow_from` activation rows on and `fast_s`
-    below: no real arithmetic, so the machine's load cannot decide the test."""
+def _timed(slow_from: int, fast_s: float, slow_until: int = 10**6) -> object:
+    """A stand-in product that takes 5 ms from `slow_from` activation rows up to (not
+    including) `slow_until`, and `fast_s` elsewhere: no real arithmetic, so the machine's
+    load cannot decide the test."""
 
     def product(*args: object) -> None:
         x = next(a for a in args if isinstance(a, torch.Tensor))
-        time.sleep(0.005 if x.shape[0] >= slow_from else fast_s)
+        time.sleep(0.005 if slow_from <= x.shape[0] < slow_until else fast_s)
 
     return product
 
@@ -68,6 +69,17 @@ def test_the_measured_crossover_is_where_splitting_stops_paying(
     monkeypatch.setattr(split_rows, "split_linear", _timed(split_slow_from, 0.0003))
     monkeypatch.setattr(split_rows, "packed_linear", _timed(packed_slow_from, 0.0015))
     assert measure_split_rows(PackedWeights(ws), ws) == want
+
+
+def test_the_search_stops_at_the_first_row_count_where_splitting_loses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Split slower at 2 rows only: the crossover is 1, not a larger count where it wins
+    again (a split past a loss is not one the measurement vouches for)."""
+    ws = [torch.randn(64, 32), torch.randn(32, 64)]
+    monkeypatch.setattr(split_rows, "split_linear", _timed(2, 0.0003, slow_until=3))
+    monkeypatch.setattr(split_rows, "packed_linear", _timed(1000, 0.0015))
+    assert measure_split_rows(PackedWeights(ws), ws) == 1
 
 
 def test_an_engine_measures_its_crossover_unless_told_and_never_splits_at_zero() -> None:
