@@ -49,7 +49,6 @@ from kairos.venn.results import JobRecord
 from kairos.venn.service.emulator import (
     EmulatorConfig,
     daily_activity,
-    make_client,
     make_population,
 )
 from kairos.venn.simulator import SimConfig
@@ -214,6 +213,12 @@ def devices_of(cfg: EmulatorConfig, trace: DeviceTrace, salt: int) -> list[Devic
              int(codes[i]), mine[i]) for i in range(cfg.n)]  # fmt: skip
 
 
+def _client(cfg: EmulatorConfig) -> httpx.AsyncClient:
+    headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
+    limits = httpx.Limits(max_connections=cfg.max_connections)
+    return httpx.AsyncClient(headers=headers, limits=limits, timeout=10.0)
+
+
 async def _fleet(devices: list[Device], url: str, client: httpx.AsyncClient, t0: float,
                  heard: asyncio.Queue[Heard], stop: asyncio.Event) -> None:  # fmt: skip
     await asyncio.gather(*(_device(d, url, client, t0, heard, stop) for d in devices))
@@ -246,7 +251,7 @@ async def run_cohort_jobs(
     if app.rule.overcommit != 1.0:
         raise ValueError("the service asks for a round's participants exactly: overcommit 1")
     fleet_of = devices_of(cfg, trace, salt)
-    async with make_client(cfg) as jobs, make_client(cfg) as client:
+    async with _client(cfg) as jobs, _client(cfg) as client:
         await asyncio.gather(*(client.get(f"{url}/health") for _ in range(_WARM)))
         t0 = time.monotonic() + _LEAD_S
         heard: asyncio.Queue[Heard] = asyncio.Queue()

@@ -46,8 +46,8 @@ async def _workload(url: str) -> None:
         ids = await register_jobs(url, [*JOBS, STARVED], jobs)
         devices = asyncio.create_task(run_devices(url, CFG, stop))
         try:
-            r = await jobs.post(f"{url}/v1/jobs/{ids[-1]}/rounds", json={"round": 0})
-            assert r.status_code == 201, r.text
+            async with jobs.post(f"{url}/v1/jobs/{ids[-1]}/rounds", json={"round": 0}) as r:
+                assert r.status == 201, await r.text()
             await drive_jobs(url, ids[:-1], jobs, timeout_s=HANG_S)
         finally:
             stop.set()

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
+import aiohttp
 import httpx
 
 from kairos.fl.devices import ATTRIBUTES
@@ -31,11 +33,15 @@ def _check_finished(stats_jobs: list[dict[str, object]]) -> None:
 def test_thousand_devices_finish_ten_jobs_and_never_send_attributes(tmp_path: Path) -> None:
     sent: list[tuple[str, bytes]] = []
 
-    async def record(request: httpx.Request) -> None:
-        sent.append((request.url.path, request.content))
+    async def record(
+        _: aiohttp.ClientSession, __: SimpleNamespace, chunk: aiohttp.TraceRequestChunkSentParams
+    ) -> None:
+        sent.append((chunk.url.path, chunk.chunk))
 
     async def main(url: str) -> None:
-        client = make_client(CFG, event_hooks={"request": [record]})
+        trace = aiohttp.TraceConfig()
+        trace.on_request_chunk_sent.append(record)
+        client = make_client(CFG, trace_configs=[trace])
         async with client:
             stats = await run_workload(url, CFG, JOBS, client=client, timeout_s=HANG_S)
         _check_finished(stats.jobs)

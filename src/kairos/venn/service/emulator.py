@@ -1,4 +1,4 @@
-"""Emulated devices (and a job driver) for the Venn service: asyncio + httpx, time compressed.
+"""Emulated devices (and a job driver) for the Venn service: asyncio + aiohttp, time compressed.
 
 Each device has eligibility attributes drawn from a `kairos.fl` population, which it keeps to
 itself: it checks in with its opaque id only, tests the offered requirements locally, accepts
@@ -6,6 +6,12 @@ the first one it meets, "trains" for a scaled-down compute time (its slowness ti
 `compute_s`) and reports the result. Check-ins follow a compressed day: a device checks in
 about every `mean_gap_s` at the daily peak and a quarter as often at the trough.
 Connection failures (a restarting service) are retried with a short back-off.
+
+The client is aiohttp's: ten thousand devices against a few front-ends make the emulator the
+busiest process on a small machine, and aiohttp spends far less CPU per request than httpx,
+so the service, not the emulator, sets the rate a benchmark reports
+(`benchmarks/bench_venn_store.py` gives the emulator's CPU per check-in beside the
+front-ends').
 
 Given several front-end URLs (stateless front-ends on one database), a device sends each
 request to the next front-end in turn, and a retry goes to the one after: a check-in, its
@@ -17,7 +23,6 @@ test can look for each in the database afterwards.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import time
 import uuid
@@ -25,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import aiohttp
 import numpy as np
 
 from kairos.fl.devices import (
@@ -55,11 +60,9 @@ class EmulatorConfig:
     mean_gap_s: float = 3.0  # between a device's check-ins at the daily peak
     compute_s: float = 0.3  # a typical device's task time, scaled down
     api_key: str | None = None
-    # Device requests in flight at once to each front-end, and the connections kept to it.
-    # A few are plenty against one service; from about a dozen, httpx's pool hands one idle
-    # connection to several requests, which then retry and rescan the pool: twice the CPU
-    # per request. Per front-end: with one pool-wide limit, requests turning from front-end to
-    # front-end would close a kept connection to one to open another.
+    # Device requests in flight at once to each front-end, and the connections kept to it
+    # (per front-end: with one pool-wide limit, requests turning from front-end to front-end
+    # would close a kept connection to one to open another).
     max_connections: int = 8
 
 
@@ -109,11 +112,16 @@ def demo_jobs(n: int, demand: int = 10, rounds: int = 3) -> list[dict[str, Any]]
     ]
 
 
-def make_client(cfg: EmulatorConfig, front_ends: int = 1, **kw: Any) -> httpx.AsyncClient:
-    """A client keeping `cfg.max_connections` connections to each of `front_ends`."""
+def make_client(cfg: EmulatorConfig, front_ends: int = 1, **kw: Any) -> aiohttp.ClientSession:
+    """A session keeping up to `cfg.max_connections` connections to each of `front_ends`;
+    requests beyond that wait in the connector's queue (first come, first served). The 10 s
+    timeouts start once a request has its connection: a device queued behind the emulator's
+    own crowd has not been failed by the service."""
     headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
-    limits = httpx.Limits(max_connections=cfg.max_connections * front_ends)
-    return httpx.AsyncClient(headers=headers, limits=limits, timeout=10.0, **kw)
+    per_host = cfg.max_connections
+    connector = aiohttp.TCPConnector(limit=per_host * front_ends, limit_per_host=per_host)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=10.0)
+    return aiohttp.ClientSession(connector=connector, headers=headers, timeout=timeout, **kw)
 
 
 Urls = str | Sequence[str]
@@ -123,8 +131,11 @@ def _bases(url: Urls) -> list[str]:
     return [u.rstrip("/") for u in ([url] if isinstance(url, str) else url)]
 
 
+Clients = aiohttp.ClientSession | Mapping[str, aiohttp.ClientSession]
+
+
 async def _post(
-    client: httpx.AsyncClient,
+    client: Clients,
     url: Urls,
     path: str,
     body: Mapping[str, Any],
@@ -132,21 +143,21 @@ async def _post(
     stats: EmulatorStats | None = None,
     headers: Mapping[str, str] | None = None,
     first: int = 0,
-    gates: Mapping[str, asyncio.Semaphore] | None = None,
 ) -> dict[str, Any] | None:
     """POST `path` with retries on connection errors and 5xx, attempt k to front-end
-    `first + k` (of `url`'s); None if it kept failing or got 4xx. `gates`: per front-end,
-    held for each attempt (not for the back-off between them)."""
+    `first + k` (of `url`'s) through `client` (or its session for that front-end); None if it
+    kept failing or got 4xx."""
     bases = _bases(url)
     for attempt in range(tries):
         base = bases[(first + attempt) % len(bases)]
+        session = client if isinstance(client, aiohttp.ClientSession) else client[base]
         try:
-            async with gates[base] if gates else contextlib.nullcontext():
-                resp = await client.post(base + path, json=dict(body), headers=dict(headers or {}))
-        except httpx.TransportError:
-            resp = None
-        if resp is not None and resp.status_code < 500:
-            return resp.json() if resp.status_code < 400 else None
+            async with session.post(base + path, json=dict(body), headers=headers) as resp:
+                if resp.status < 500:
+                    got: dict[str, Any] | None = await resp.json() if resp.status < 400 else None
+                    return got
+        except (aiohttp.ClientError, TimeoutError):
+            pass
         if stats is not None:
             stats.errors += 1
         if attempt + 1 < tries:
@@ -158,12 +169,11 @@ async def _device(
     i: int,
     pop: DevicePopulation,
     base: Urls,
-    client: httpx.AsyncClient,
+    client: Clients,
     cfg: EmulatorConfig,
     stop: asyncio.Event,
     stats: EmulatorStats,
     t0: float,
-    gates: Mapping[str, asyncio.Semaphore],
 ) -> None:
     rng = np.random.default_rng([cfg.seed, i])
     attrs = pop.attributes(i)  # private: never sent
@@ -182,7 +192,7 @@ async def _device(
         start = time.perf_counter()
         turn += 1
         got = await _post(client, base, "/v1/checkin", {"device_id": device_id}, 3, stats,
-                          first=turn, gates=gates)  # fmt: skip
+                          first=turn)  # fmt: skip
         if got is None:
             continue
         stats.checkins += 1
@@ -195,7 +205,7 @@ async def _device(
         body = {"device_id": device_id, "capability": 1.0 / slowness}
         turn += 1
         path = f"/v1/offers/{mine[0]['offer_id']}/accept"
-        ans = await _post(client, base, path, body, 3, stats, first=turn, gates=gates)
+        ans = await _post(client, base, path, body, 3, stats, first=turn)
         stats.latencies_s.append(time.perf_counter() - start)
         stats.accepted += 1
         if not ans or not ans.get("assigned"):
@@ -205,7 +215,7 @@ async def _device(
         await asyncio.sleep(cfg.compute_s * slowness * rng.uniform(0.8, 1.2))
         res = {"device_id": device_id, "job_id": ans["job_id"], "round": ans["round"]}
         turn += 1
-        done = await _post(client, base, "/v1/results", res, 20, stats, first=turn, gates=gates)
+        done = await _post(client, base, "/v1/results", res, 20, stats, first=turn)
         if done is not None:
             stats.results += 1
             if done.get("accepted"):
@@ -224,7 +234,7 @@ async def run_devices(
     url: Urls,
     cfg: EmulatorConfig,
     stop: asyncio.Event,
-    client: httpx.AsyncClient | None = None,
+    client: aiohttp.ClientSession | None = None,
     stats: EmulatorStats | None = None,
 ) -> EmulatorStats:
     """Run `cfg.n` devices against `url` (one front-end or several) until `stop` is set;
@@ -232,26 +242,25 @@ async def run_devices(
     pop = make_population(cfg)
     stats = stats if stats is not None else EmulatorStats()
     base = _bases(url)
-    own = client is None
-    client = client or make_client(cfg, front_ends=len(base))
-    # Devices wait for a connection here, not in httpx's pool: it rescans every waiting
-    # request whenever one starts or ends, so with a thousand devices waiting the scans
-    # cost more CPU than the requests, slowing them further (until rounds missed deadlines).
-    gates = {b: asyncio.Semaphore(cfg.max_connections) for b in base}
+    # A session per front-end unless the caller gives one: a session's connector keeps one
+    # queue for all its hosts under a per-host limit, and with thousands of devices waiting it
+    # wakes waiters for a host at its limit, who queue again (CPU spent, and waits that
+    # outlast the request timeout); a session per host keeps each front-end's queue its own.
+    own = {b: make_client(cfg) for b in base} if client is None else {}
+    clients: Clients = client or own
     t0 = time.monotonic()
     try:
         await asyncio.gather(
-            *(_device(i, pop, base, client, cfg, stop, stats, t0, gates) for i in range(cfg.n))
+            *(_device(i, pop, base, clients, cfg, stop, stats, t0) for i in range(cfg.n))
         )
     finally:
-        if own:
-            await client.aclose()
+        await asyncio.gather(*(c.close() for c in own.values()))
     stats.elapsed_s = time.monotonic() - t0
     return stats
 
 
 async def register_jobs(
-    url: Urls, jobs: Sequence[Mapping[str, Any]], client: httpx.AsyncClient
+    url: Urls, jobs: Sequence[Mapping[str, Any]], client: aiohttp.ClientSession
 ) -> list[str]:
     """Register each job once: every retry of one registration carries the same
     Idempotency-Key, so a retry after a lost answer cannot make a twin job."""
@@ -268,7 +277,7 @@ async def register_jobs(
 async def drive_jobs(
     url: Urls,
     ids: Sequence[str],
-    client: httpx.AsyncClient,
+    client: aiohttp.ClientSession,
     poll_s: float = 0.25,
     timeout_s: float = 600.0,
 ) -> list[dict[str, Any]]:
@@ -283,12 +292,13 @@ async def drive_jobs(
         turn += 1
         base = bases[turn % len(bases)]
         try:
-            resp = await client.get(f"{base}/v1/jobs")
-        except httpx.TransportError:
+            async with client.get(f"{base}/v1/jobs") as resp:
+                if resp.status != 200:
+                    continue
+                listed = (await resp.json())["jobs"]
+        except (aiohttp.ClientError, TimeoutError):
             continue
-        if resp.status_code != 200:
-            continue
-        states = [j for j in resp.json()["jobs"] if j["id"] in wanted]
+        states = [j for j in listed if j["id"] in wanted]
         for job in states:
             if job["state"] == "waiting":
                 nxt = {"round": job["rounds_done"]}
@@ -302,7 +312,7 @@ async def run_workload(
     url: Urls,
     cfg: EmulatorConfig,
     jobs: Sequence[Mapping[str, Any]],
-    client: httpx.AsyncClient | None = None,
+    client: aiohttp.ClientSession | None = None,
     timeout_s: float = 600.0,
 ) -> EmulatorStats:
     """Devices plus a job driver: returns once every job finished (or raises on timeout)."""
