@@ -177,9 +177,9 @@ class EngineConfig(BaseModel):
     # None: on for CPU, where memory is plentiful and the per-layer gather is the cost
     stage_decodes: bool | None = None
     # decode lanes (lanes.py): decode-only iterations split over this many threads of one
-    # intra-op thread each, on a CPU; 0 or 1: none. Off by default: one pass ran 1.17x
-    # faster than two lanes with one OpenMP team in the process (docs/andes.md, "One OpenMP
-    # team"); lanes lost 0.75-0.95x with one core taken by other processes
+    # intra-op thread each, on a CPU; 0 or 1: none. Off by default: with one OpenMP team in
+    # the process one pass runs faster than two lanes, and lanes lose more with a core taken
+    # by other processes (docs/andes.md, "Decode lanes")
     decode_lanes: int = Field(0, ge=0)
     # lanes or one pass per iteration by measured speed (path_choice.py); False: always lanes
     adaptive_lanes: bool = True

@@ -1,15 +1,14 @@
 """Decode lanes: a decode batch split into parts that run on threads of one intra-op thread each.
 
 Why. On a CPU, torch parallelises each op on its own across its intra-op threads (an OpenMP
-team). A decode step of a small model is hundreds of ops too small to split well: at batch
-16 on the 56M anchor model, one of two cores idled half of every step (docs/andes.md, "Where
-the second core idles"): attention's batched matmuls and softmax, the norms, RoPE and
-activations, the KV gathers and the small projections ran on one core or split badly, and
-Python ran between them. Rows of a decode batch are independent until the logits, so the
-batch can instead be split into as many parts as there are threads, each part's whole pass
-through the layers run on a thread of its own with one intra-op thread: every op, the small
-ones and Python included, then has a core per part. torch ops release the GIL, so one
-lane's Python overlaps the other's ops.
+team). A decode step of a small model is hundreds of ops too small to split well
+(attention's batched matmuls and softmax, the norms, RoPE and activations, the KV gathers
+and the small projections), and Python runs between them, so one core can idle for much of a
+step. Rows of a decode batch are independent until the logits, so the batch can instead be
+split into as many parts as there are threads, each part's whole pass through the layers run
+on a thread of its own with one intra-op thread: every op, the small ones and Python
+included, then has a core per part. torch ops release the GIL, so one lane's Python overlaps
+the other's ops.
 
 Threads. Each lane is a `TorchThread` (kairos.runtime.torch_threads) set to one intra-op
 thread: torch's count is per thread, so the lanes never make an OpenMP team of their own
@@ -19,8 +18,8 @@ later keep the process default.
 A `DecodeLanes` owns its threads; they end when it is closed or garbage-collected.
 
 Each lane reads every weight matrix, so lanes that share a core lose; and with one OpenMP
-team in the process one pass was faster than the lanes (docs/andes.md, "Decode lanes" and
-"One OpenMP team", has the measurements). So the engine leaves them off unless asked
+team in the process and split products, one pass is faster than the lanes (the "ours, decode
+lanes" row of `benchmarks/bench_engine.py`). So the engine leaves them off unless asked
 (`EngineConfig.decode_lanes`), and picks per iteration by measured speed when on
 (path_choice.py).
 """

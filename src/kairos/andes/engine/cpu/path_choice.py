@@ -2,14 +2,14 @@
 
 The CPU hook (hook.py) has three such choices, each a candidate path against the plain one:
 decode lanes against one pass (lanes.py), decode-sized products split over the threads
-against one GEMM each (row_split.py), and every intra-op thread against one. Which is
-faster depends on the machine (its BLAS and cores) and on its load at the moment: with one
-core left to the process two lanes ran slower than one pass (docs/andes.md, "Decode lanes"),
-and a BLAS that threads skinny products well needs no split. So the hook asks a
-`PathChoice`, which keeps using the path it measured faster and re-measures now and then:
-every `period` eligible iterations it runs `probe` of them on the other path and switches if
-those ran faster per decoded row (medians, the probe's first iteration left out: for the
-lanes it regathers the decode contexts that the other path's staging held).
+against one GEMM each (row_split.py), and every intra-op thread against one. Which is faster
+depends on the machine (its BLAS and cores) and on its load at the moment: with one core
+left to the process two lanes run slower than one pass (each reads every weight), and a BLAS
+that threads skinny products well needs no split. So the hook asks a `PathChoice`, which
+keeps using the path it measured faster and re-measures now and then: every `period`
+eligible iterations it runs `probe` of them on the other path and switches if those ran
+faster per decoded row (medians, the probe's first iteration left out: for the lanes it
+regathers the decode contexts that the other path's staging held).
 
 Cost in a steady state: `probe` iterations in `period + probe` on the slower path (and, for
 the lanes, two regathers), about 1-2% of decode time at the defaults. Where the other path

@@ -6,11 +6,11 @@ weights. torch sends `linear(x, W)` with a skinny `x` to one BLAS GEMM, and on t
 we pin (MKL sgemm) that GEMM neither reads a large weight fast nor threads a skinny product.
 The same product as a batch of k independent row blocks (`bmm` of W viewed `[k, out/k, in]`
 against the rows) runs each block as its own product, the blocks spread over the threads,
-several times faster on the machine measured (docs/andes.md, "Decode products split over the
-threads", has the numbers). This is how llama.cpp and other CPU inference engines run decode, each
-thread owning a slice of the weight's rows. Each output is still one dot product of a
-weight row with an activation row, summed by another kernel, so results agree with
-`linear` to float rounding.
+faster on the machine measured (the "ours, one GEMM per product" row of
+`benchmarks/bench_engine.py` is the engine without it). This is how llama.cpp and other CPU
+inference engines run decode, each thread owning a slice of the weight's rows. Each output
+is still one dot product of a weight row with an activation row, summed by another kernel,
+so results agree with `linear` to float rounding.
 
 Where. On CPU tensors in float32, with at least 2 intra-op threads, for at most `MAX_ROWS`
 activation rows (decode batches and the vocabulary projection of any iteration; prefill's
