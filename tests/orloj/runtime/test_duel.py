@@ -47,6 +47,8 @@ def test_a_small_duel_writes_every_run_with_its_calibration(tmp_path: Path) -> N
     }
     main(["--out", str(out), "--runs", "2", "--requests", "60", "--set", json.dumps(small)])
     result = json.loads(out.read_text())
+    # docs quote it through `kairos cite`, which needs the commit and machine it ran on
+    assert {"git_revision", "machine", "created_at"} <= set(result["provenance"])
     rows = result["rows"]
     assert [(r["run"], r["neighbours"]) for r in rows] == [(0, False)] * 2 + [(1, True)] * 2
     assert {r["policy"] for r in rows if r["run"] == 1} == {"orloj", "clockwork"}

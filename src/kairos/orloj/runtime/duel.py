@@ -43,6 +43,7 @@ from kairos.orloj.runtime.process import ProcessExecutor
 from kairos.orloj.runtime.server import create_app
 from kairos.orloj.speed import served_options
 from kairos.orloj.systems import make_system
+from kairos.report.results import provenance
 from kairos.report.stats import mean_ci
 from kairos.runtime.http import BackgroundServer
 
@@ -193,7 +194,8 @@ def run_duel(cfg: DuelConfig, say: Callable[[str], None] = print) -> dict[str, A
     with contextlib.suppress(OSError):
         os.setpriority(os.PRIO_PROCESS, 0, cfg.nice)
     rows = [row for run in range(cfg.runs) for row in _one_run(cfg, model, run, say)]
-    return {"config": cfg.model_dump(), "rows": rows, "summary": summarise(rows)}
+    return {"config": cfg.model_dump(), "provenance": provenance().model_dump(), "rows": rows,
+            "summary": summarise(rows)}  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> None:
