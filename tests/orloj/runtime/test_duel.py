@@ -27,6 +27,21 @@ def test_the_paired_differences_are_per_run_and_per_load() -> None:
     s = summarise(rows)["0.6"]
     assert s["diffs"] == pytest.approx([0.1, -0.1]) and s["runs"] == 2
     assert s["mean"] == pytest.approx(0.0) and s["half"] > 0.1
+    assert s["quiet"]["runs"] == 2 and "neighbours" not in s  # no run had neighbours
+
+
+def test_runs_with_and_without_neighbours_are_also_summarised_apart() -> None:
+    diffs = {0: 0.10, 1: 0.30, 2: 0.12, 3: 0.26}  # runs 1 and 3 had neighbours
+    rows = [
+        {"run": run, "load": 0.9, "policy": p, "neighbours": run % 2 == 1, "finish_rate": fr}
+        for run, d in diffs.items()
+        for p, fr in (("orloj", 0.5 + d), ("clockwork", 0.5))
+    ]
+    s = summarise(rows)["0.9"]
+    assert s["runs"] == 4 and s["mean"] == pytest.approx(0.195)
+    assert s["quiet"]["diffs"] == pytest.approx([0.10, 0.12]) and s["quiet"]["runs"] == 2
+    assert s["neighbours"]["diffs"] == pytest.approx([0.30, 0.26])
+    assert s["neighbours"]["mean"] == pytest.approx(0.28)
 
 
 def test_bad_settings_are_refused_by_name() -> None:

@@ -178,15 +178,25 @@ def _calibration(cal: Calibration) -> dict[str, float]:
 
 
 def summarise(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per load: Orloj - Clockwork per run, its mean and 95% CI half-width."""
+    """Per load: Orloj - Clockwork per run, its mean and 95% CI half-width, over every run and
+    (`quiet`, `neighbours`) over the runs without and with CPU-bound neighbours."""
     out: dict[str, Any] = {}
     for rho in sorted({r["load"] for r in rows}):
         fr = {(r["run"], r["policy"]): r["finish_rate"] for r in rows if r["load"] == rho}
+        crowded = {r["run"]: bool(r.get("neighbours")) for r in rows if r["load"] == rho}
         runs = sorted({run for run, _ in fr})
-        diffs = [fr[(run, "orloj")] - fr[(run, "clockwork")] for run in runs]
-        mean, half = mean_ci(diffs)
-        out[str(rho)] = {"diffs": diffs, "mean": mean, "half": half, "runs": len(runs)}
+        diff = {run: fr[(run, "orloj")] - fr[(run, "clockwork")] for run in runs}
+        out[str(rho)] = _paired(list(diff.values()))
+        for name, wanted in (("quiet", False), ("neighbours", True)):
+            part = [d for run, d in diff.items() if crowded[run] == wanted]
+            if len(part) >= 2:
+                out[str(rho)][name] = _paired(part)
     return out
+
+
+def _paired(diffs: list[float]) -> dict[str, Any]:
+    mean, half = mean_ci(diffs)
+    return {"diffs": diffs, "mean": mean, "half": half, "runs": len(diffs)}
 
 
 def run_duel(cfg: DuelConfig, say: Callable[[str], None] = print) -> dict[str, Any]:
