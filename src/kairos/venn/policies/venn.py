@@ -34,8 +34,8 @@ class VennConfig(BaseModel):
     queue_len_mode: QueueLenMode = "affected"
     work_conserving: bool = True
     stop_at_refusal: bool = True  # Algorithm 3 line 16; False keeps comparing scarcer groups
-    # line 12 on full request sizes (the artifact, irs.py:13): 3.7% lower mean JCT than the
-    # spec's remaining demand on Even (10/10 seeds, docs/venn.md); "key" is the spec's reading
+    # line 12 on full request sizes (the artifact, irs.py:13): lower mean JCT than the spec's
+    # remaining demand on Even (docs/venn.md, "Where we differ"); "key" is the spec's reading
     affected_key: AffectedKey = "request"
     idle_groups: IdleGroups = "skip"  # "artifact": idle groups hold atoms until taken over
     # "whole": a takeover moves the scarcer group's whole share, devices its jobs do not
