@@ -137,11 +137,13 @@ class Detokenizer:
         start = len(self.text)
         self.text += new[len(old) :]
         self._prefix, self._read = self._read, len(self.ids)
-        for s in self.stop:
-            i = self.text.find(s, max(0, start - len(s) + 1))
-            if i >= 0:
-                self.text = self.text[:i]
-                return self.flush(), True
+        # the earliest match of any stop string, not the first string listed that matches:
+        # with stops "~" and "0~", the text "0~" stops before the "0"
+        found = [self.text.find(s, max(0, start - len(s) + 1)) for s in self.stop]
+        cuts = [i for i in found if i >= 0]
+        if cuts:
+            self.text = self.text[: min(cuts)]
+            return self.flush(), True
         safe = max(self.emitted, len(self.text) - self._hold)
         delta = self.text[self.emitted : safe]
         self.emitted = safe
