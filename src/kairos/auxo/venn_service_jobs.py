@@ -48,6 +48,7 @@ from kairos.venn.policies import make_policy
 from kairos.venn.results import JobRecord
 from kairos.venn.service.emulator import (
     EmulatorConfig,
+    auth_headers,
     daily_activity,
     make_population,
 )
@@ -214,9 +215,8 @@ def devices_of(cfg: EmulatorConfig, trace: DeviceTrace, salt: int) -> list[Devic
 
 
 def _client(cfg: EmulatorConfig) -> httpx.AsyncClient:
-    headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
     limits = httpx.Limits(max_connections=cfg.max_connections)
-    return httpx.AsyncClient(headers=headers, limits=limits, timeout=10.0)
+    return httpx.AsyncClient(headers=auth_headers(cfg), limits=limits, timeout=10.0)
 
 
 async def _fleet(devices: list[Device], url: str, client: httpx.AsyncClient, t0: float,

@@ -112,12 +112,17 @@ def demo_jobs(n: int, demand: int = 10, rounds: int = 3) -> list[dict[str, Any]]
     ]
 
 
+def auth_headers(cfg: EmulatorConfig) -> dict[str, str]:
+    """The service's API key as a bearer token, if the configuration has one."""
+    return {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
+
+
 def make_client(cfg: EmulatorConfig, front_ends: int = 1, **kw: Any) -> aiohttp.ClientSession:
     """A session keeping up to `cfg.max_connections` connections to each of `front_ends`;
     requests beyond that wait in the connector's queue (first come, first served). The 10 s
     timeouts start once a request has its connection: a device queued behind the emulator's
     own crowd has not been failed by the service."""
-    headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
+    headers = auth_headers(cfg)
     per_host = cfg.max_connections
     connector = aiohttp.TCPConnector(limit=per_host * front_ends, limit_per_host=per_host)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=10.0)
